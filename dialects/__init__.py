@@ -1,0 +1,16 @@
+"""qgc's dialects, one file per dialect, registered lazily by name."""
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def _ptx() -> Dialect:
+    from qgc.dialects.ptx import PTX
+    return PTX
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    """Dialect name → factory. Only qgc's own dialects and `builtin`: xDSL's
+    upstream `tensor` dialect must never load beside qgc's `tensor`."""
+    return {"ptx": _ptx}

@@ -1,0 +1,571 @@
+#!/usr/bin/env python3
+"""Write expected.json (and expected_warp32.json) for every example.
+
+Each kernel is re-implemented here by hand, thread by thread, from its CUDA source
+(not from its PTX): 32/64-bit integer wraparound is explicit, f32 arithmetic uses
+numpy float32 (IEEE round-to-nearest-even) and fused multiply-adds are rounded once,
+exactly, through fractions.Fraction.  Kernels with barriers are run phase by phase;
+warp-level kernels are run for a given warp size.
+
+    expected.json         the answer on a machine with 4-lane warps (laneid = tid % 4)
+    expected_warp32.json  the answer with real 32-lane warps, written only where it differs
+
+Run: python3 gen_expected.py [--check]   (--check: compare with the files on disk, write nothing)
+"""
+
+import json
+import math
+import os
+import sys
+from fractions import Fraction
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# ---------------------------------------------------------------------------
+# integer and float helpers
+
+BITS = {"u8": 8, "s8": 8, "u16": 16, "s16": 16, "u32": 32, "s32": 32, "u64": 64, "s64": 64}
+
+
+def wrap(v, ty):
+    """Two's-complement wraparound of a Python int to the element type ty."""
+    bits = BITS[ty]
+    v &= (1 << bits) - 1
+    if ty[0] == "s" and v >> (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def s32(v):
+    return wrap(v, "s32")
+
+
+def u32(v):
+    return wrap(v, "u32")
+
+
+def s64(v):
+    return wrap(v, "s64")
+
+
+def u64(v):
+    return wrap(v, "u64")
+
+
+def f32(v):
+    return np.float32(v)
+
+
+def round_f32(q):
+    """Round an exact rational to the nearest float32 (ties to even)."""
+    q = Fraction(q)
+    if q == 0:
+        return np.float32(0.0)
+    sign = -1 if q < 0 else 1
+    a = abs(q)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    assert Fraction(2) ** e <= a < Fraction(2) ** (e + 1)
+    e = max(e, -126)                       # subnormals share the smallest exponent
+    ulp = Fraction(2) ** (e - 23)
+    m = a / ulp
+    n = m.numerator // m.denominator
+    rest = m - n
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and n % 2 == 1):
+        n += 1
+    val = n * ulp
+    if val >= Fraction(2) ** 128:
+        return np.float32(sign * np.inf)
+    return np.float32(sign * float(val))   # exact: val is a float32 value
+
+
+def fma_f32(a, b, c):
+    """fma.rn.f32: a*b+c with a single rounding."""
+    return round_f32(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
+
+
+def checked(op, a, b):
+    """A numpy float32 op, cross-checked against exact rational arithmetic."""
+    fa, fb = Fraction(float(a)), Fraction(float(b))
+    exact = {"+": fa + fb, "-": fa - fb, "*": fa * fb, "/": fa / fb}[op]
+    with np.errstate(all="raise"):
+        got = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](f32(a), f32(b))
+    assert got == round_f32(exact), (op, a, b, got, round_f32(exact))
+    return f32(got)
+
+
+def trunc_div(x, y):
+    """C integer division: truncates toward zero."""
+    q = abs(x) // abs(y)
+    return -q if (x < 0) != (y < 0) else q
+
+
+# ---------------------------------------------------------------------------
+# memory and launch model
+
+
+class Ptr:
+    """A typed pointer into a buffer: element `off` of `buf`; stores wrap to the type."""
+
+    def __init__(self, buf, ty, off=0):
+        self.buf, self.ty, self.off = buf, ty, off
+
+    def __add__(self, k):
+        return Ptr(self.buf, self.ty, self.off + k)
+
+    def _index(self, k):
+        j = self.off + k
+        if not 0 <= j < len(self.buf):
+            raise IndexError(f"access to element {j} of a {len(self.buf)}-element buffer")
+        return j
+
+    def __getitem__(self, k):
+        return self.buf[self._index(k)]
+
+    def __setitem__(self, k, v):
+        j = self._index(k)
+        if self.ty == "f32":
+            assert isinstance(v, np.float32), v
+            self.buf[j] = v
+        else:
+            assert isinstance(v, int), v
+            self.buf[j] = wrap(v, self.ty)
+
+
+class Thread:
+    def __init__(self, ctaid, tid, nctaid, ntid):
+        self.ctaid, self.tid, self.nctaid, self.ntid = ctaid, tid, nctaid, ntid
+        # linear thread id inside the CTA: x fastest
+        self.linear = tid[0] + ntid[0] * (tid[1] + ntid[1] * tid[2])
+
+
+def ctas(launch):
+    gx, gy, gz = launch["grid"]
+    for z in range(gz):
+        for y in range(gy):
+            for x in range(gx):
+                yield (x, y, z)
+
+
+def cta_threads(launch, ctaid):
+    bx, by, bz = launch["block"]
+    return [Thread(ctaid, (x, y, z), tuple(launch["grid"]), (bx, by, bz))
+            for z in range(bz) for y in range(by) for x in range(bx)]
+
+
+def all_threads(launch):
+    for c in ctas(launch):
+        yield from cta_threads(launch, c)
+
+
+def gid(t):
+    """blockIdx.x * blockDim.x + threadIdx.x"""
+    return t.ctaid[0] * t.ntid[0] + t.tid[0]
+
+
+def make_args(launch):
+    """Kernel arguments: Ptr for pointers (over a fresh copy of the data), values for scalars."""
+    args, bufs = [], []
+    for a in launch["args"]:
+        ty = a["type"]
+        if ty.endswith("*"):
+            ety = ty[:-1]
+            buf = [f32(v) for v in a["data"]] if ety == "f32" else [wrap(int(v), ety) for v in a["data"]]
+            bufs.append(buf)
+            args.append(Ptr(buf, ety, a.get("offset", 0)))
+        else:
+            bufs.append(None)
+            args.append(f32(a["value"]) if ty == "f32" else wrap(int(a["value"]), ty))
+    return args, bufs
+
+
+def result_json(bufs):
+    out = []
+    for b in bufs:
+        if b is None:
+            out.append(None)
+        else:
+            out.append([float(v) if isinstance(v, np.float32) else int(v) for v in b])
+    return {"buffers": out}
+
+
+# ---------------------------------------------------------------------------
+# the kernels
+
+KERNELS = {}
+
+
+def kernel(warp_sensitive=False):
+    def reg(fn):
+        KERNELS[fn.__name__] = (fn, warp_sensitive)
+        return fn
+    return reg
+
+
+@kernel()
+def dot(L, ws, a, b, result, n):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i < n:
+            result[0] = s32(result[0] + s32(a[i] * b[i]))
+
+
+@kernel()
+def vector_add(L, ws, a, b, c, n):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i < n:
+            c[i] = s32(a[i] + b[i])
+
+
+@kernel()
+def saxpy_s32(L, ws, n, a, x, y):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i < n:
+            y[i] = s32(a * x[i] + y[i])
+
+
+@kernel()
+def saxpy_f32(L, ws, n, a, x, y):
+    # nvcc and clang both contract a * x[i] + y[i] into fma.rn.f32 (one rounding)
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i < n:
+            y[i] = fma_f32(a, x[i], y[i])
+
+
+@kernel()
+def reduce_shared(L, ws, inp, out):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        nt = len(th)
+        s = [None] * 8
+        for t in th:                              # before the first barrier
+            s[t.tid[0]] = inp[c[0] * nt + t.tid[0]]
+        stride = nt // 2
+        while stride > 0:                         # one barrier interval per step
+            new = list(s)
+            for t in th:
+                if t.tid[0] < stride:
+                    new[t.tid[0]] = s32(s[t.tid[0]] + s[t.tid[0] + stride])
+            s = new
+            stride >>= 1
+        out[c[0]] = s[0]
+
+
+@kernel(warp_sensitive=True)
+def warp_reduce_shfl(L, ws, inp, out):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        nt = len(th)
+        v = [inp[t.tid[0]] for t in th]
+        off = ws // 2
+        while off > 0:
+            new = list(v)
+            for t in th:
+                T = t.tid[0]
+                lane = T % ws
+                src = lane + off
+                if src > ws - 1:                  # shfl.down past the last lane: own value
+                    o = v[T]
+                elif T - lane + src < nt:
+                    o = v[T - lane + src]
+                else:
+                    o = None                      # a lane the block does not have
+                if T + off < nt:
+                    assert o is not None
+                    new[T] = s32(v[T] + o)
+            v = new
+            off //= 2
+        for t in th:
+            if t.tid[0] % ws == 0:
+                out[t.tid[0] // ws] = v[t.tid[0]]
+
+
+@kernel()
+def histogram_atomic(L, ws, data, hist, nbins, n):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i < n:
+            k = data[i] % nbins
+            hist[k] = u32(hist[k] + 1)
+
+
+@kernel()
+def inclusive_scan(L, ws, inp, out):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        nt = len(th)
+        s = [inp[t.tid[0]] for t in th]
+        off = 1
+        while off < nt:
+            v = [s[t.tid[0] - off] if t.tid[0] >= off else 0 for t in th]   # reads, then barrier
+            s = [s32(s[k] + v[k]) for k in range(nt)]                       # writes, then barrier
+            off <<= 1
+        for t in th:
+            out[t.tid[0]] = s[t.tid[0]]
+
+
+@kernel()
+def matmul4x4(L, ws, A, B, C):
+    for t in all_threads(L):
+        row, col = t.tid[1], t.tid[0]
+        acc = 0
+        for k in range(4):
+            acc = s32(acc + s32(A[row * 4 + k] * B[k * 4 + col]))
+        C[row * 4 + col] = acc
+
+
+@kernel()
+def branchy(L, ws, inp, out, n):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i >= n:
+            continue
+        x = inp[i]
+        if x < 0:
+            out[i] = s32(-x * 10)
+            continue
+        steps = 0
+        while x > 1 and steps < 16:
+            x = s32(3 * x + 1) if x & 1 else x >> 1
+            steps += 1
+        out[i] = s32(steps * 100 + x)
+
+
+def popc(x):
+    return bin(x).count("1")
+
+
+def clz(x):
+    return 32 - x.bit_length()
+
+
+def brev(x):
+    return int(format(x, "032b")[::-1], 2)
+
+
+def ffs(x):
+    return (x & -x).bit_length()
+
+
+@kernel()
+def bit_tricks(L, ws, inp, out):
+    for t in all_threads(L):
+        x = inp[t.tid[0]]
+        o = out + 8 * t.tid[0]
+        o[0] = popc(x)
+        o[1] = clz(x)
+        o[2] = brev(x)
+        o[3] = ffs(x)
+        o[4] = (x >> 5) & 0x3FF
+        o[5] = x ^ (x >> 1)
+        o[6] = x & u32(-x)
+        o[7] = u32((x << 7) | (x >> 25))
+
+
+@kernel()
+def pointer_arith64(L, ws, src, dst, n):
+    for t in all_threads(L):
+        i = u64(t.ctaid[0] * t.ntid[0] + t.tid[0])
+        if i >= n:
+            continue
+        p = src + i
+        v = s64(p[0] - p[-2] + s64(u64(i << 33)))
+        q = dst + u64(n - 1 - i)
+        q[0] = v
+
+
+@kernel()
+def divrem_signed(L, ws, a, b, q, r, n):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i >= n:
+            continue
+        x, y = a[i], b[i]
+        if y == 0:
+            q[i] = 0
+            r[i] = x
+            continue
+        assert not (x == -2**31 and y == -1)
+        qq = trunc_div(x, y)
+        q[i] = qq
+        r[i] = x - qq * y
+
+
+@kernel()
+def minmax_abs(L, ws, a, b, out, uout):
+    for t in all_threads(L):
+        T = t.tid[0]
+        x, y = a[T], b[T]
+        o = out + 6 * T
+        o[0] = min(x, y)
+        o[1] = max(x, y)
+        assert x != -2**31
+        o[2] = abs(x)
+        o[3] = s32(-y)
+        o[4] = max(-3, min(x, 3))
+        o[5] = s32(y - x) if x < y else s32(x - y)
+        ux, uy = u32(x), u32(y)
+        uout[T] = min(ux, uy)
+
+
+@kernel()
+def bytes_u8(L, ws, inp, out, sout, wide, n):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i >= n:
+            continue
+        c = inp[i]
+        s = wrap(c, "s8")
+        out[i] = wrap(c * 3 + 7, "u8")
+        sout[i] = wrap(s >> 2, "s8")
+        wide[i] = wrap(s * 300, "s16")
+
+
+@kernel(warp_sensitive=True)
+def vote_ballot(L, ws, inp, out):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        nt = len(th)
+        pred = [inp[t.tid[0]] > 0 for t in th]
+        for w in range((nt + ws - 1) // ws):
+            lanes = range(w * ws, min(nt, (w + 1) * ws))   # only lanes the block has
+            ballot = sum(1 << (T - w * ws) for T in lanes if pred[T])
+            anyp = int(any(pred[T] for T in lanes))
+            allp = int(all(pred[T] for T in lanes))
+            o = out + 4 * w
+            o[0] = ballot
+            o[1] = anyp
+            o[2] = allp
+            o[3] = popc(ballot)
+
+
+@kernel()
+def float_ops(L, ws, a, b, out):
+    for t in all_threads(L):
+        T = t.tid[0]
+        x, y = a[T], b[T]
+        o = out + 8 * T
+        o[0] = checked("+", x, y)
+        o[1] = checked("-", x, y)
+        o[2] = checked("*", x, y)
+        o[3] = checked("/", x, y)
+        o[4] = f32(np.sqrt(f32(abs(x))))
+        o[5] = fma_f32(x, y, f32(0.5))
+        o[6] = f32(max(x, y))
+        o[7] = f32(-1.0) if x < y else f32(2.0)
+
+
+@kernel()
+def mulhi_wide(L, ws, a, b, hi_u, hi_s, lo, wide_u, wide_s):
+    for t in all_threads(L):
+        T = t.tid[0]
+        x, y = a[T], b[T]
+        sx, sy = s32(x), s32(y)
+        hi_u[T] = (x * y) >> 32
+        hi_s[T] = (sx * sy) >> 32          # arithmetic shift = high word of the 64-bit product
+        lo[T] = u32(x * y)
+        wide_u[T] = x * y
+        wide_s[T] = sx * sy
+
+
+@kernel()
+def grid_stride(L, ws, inp, out, width, height):
+    for t in all_threads(L):
+        row = t.ctaid[1] * t.ntid[1] + t.tid[1]
+        if row >= height:
+            continue
+        col = t.ctaid[0] * t.ntid[0] + t.tid[0]
+        while col < width:
+            out[row * width + col] = s32(inp[row * width + col] * 2 + row)
+            col += t.ntid[0] * t.nctaid[0]
+
+
+@kernel()
+def reverse_dynshared(L, ws, d, n):
+    assert L.get("dynamic_shared_bytes", 0) >= 4 * n
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        s = [None] * n
+        for t in th:
+            if t.tid[0] < n:
+                s[t.tid[0]] = d[t.tid[0]]
+        for t in th:                              # after the barrier
+            if t.tid[0] < n:
+                d[t.tid[0]] = s[n - 1 - t.tid[0]]
+
+
+@kernel()
+def convert_f32(L, ws, xi, xf, of, oi):
+    for t in all_threads(L):
+        T = t.tid[0]
+        i, f = xi[T], xf[T]
+        of[3 * T + 0] = round_f32(i)
+        of[3 * T + 1] = round_f32(u32(i))
+        of[3 * T + 2] = f32(math.floor(float(f)))
+        assert -2**31 <= float(f) < 2**31
+        oi[3 * T + 0] = int(float(f))                 # truncation toward zero
+        oi[3 * T + 1] = round(float(f))               # Python rounds half to even
+        oi[3 * T + 2] = int(np.array(f, dtype=np.float32).view(np.int32))
+
+
+# ---------------------------------------------------------------------------
+
+
+def run(name, ws):
+    with open(os.path.join(HERE, name, "launch.json")) as fh:
+        launch = json.load(fh)
+    assert launch["kernel"] == name
+    fn, _ = KERNELS[name]
+    args, bufs = make_args(launch)
+    fn(launch, ws, *args)
+    return result_json(bufs)
+
+
+def dump(obj):
+    return json.dumps(obj) + "\n"
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    dirs = sorted(d for d in os.listdir(HERE)
+                  if os.path.isfile(os.path.join(HERE, d, "launch.json")))
+    missing = set(dirs) ^ set(KERNELS)
+    if missing:
+        sys.exit(f"no model or no launch.json for: {', '.join(sorted(missing))}")
+    bad = 0
+    for name in dirs:
+        _, sensitive = KERNELS[name]
+        files = {"expected.json": dump(run(name, 4))}
+        w32 = dump(run(name, 32))
+        if w32 != files["expected.json"]:
+            assert sensitive, f"{name}: result depends on warp size but is not marked so"
+            files["expected_warp32.json"] = w32
+        for fname, text in files.items():
+            path = os.path.join(HERE, name, fname)
+            if check:
+                old = open(path).read() if os.path.exists(path) else None
+                if old != text:
+                    print(f"{name}/{fname}: differs")
+                    bad += 1
+            else:
+                with open(path, "w") as fh:
+                    fh.write(text)
+        stale = os.path.join(HERE, name, "expected_warp32.json")
+        if "expected_warp32.json" not in files and os.path.exists(stale):
+            if check:
+                print(f"{name}/expected_warp32.json: stale")
+                bad += 1
+            else:
+                os.remove(stale)
+        print(f"{name}: " + ", ".join(sorted(files)))
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""The `qgc` command line: compile PTX, print IR after any pass, run a launch.
+
+    qgc KERNEL.ptx -o layers.safetensors       compile
+    qgc KERNEL.ptx --emit=ptx|simt|tensor      print the IR after that stage
+    qgc KERNEL.ptx -p 'pass-a,pass-b{opt=v}'   run a custom pipeline, print the IR
+    qgc run KERNEL.ptx --launch L.json [--engine ref|simt|tensor|model]
+
+torch and transformers are imported only by the paths that run the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from qgc import __version__
+from qgc.diagnostics import QgcError
+
+ENGINES = ("ref", "simt", "tensor", "model")
+SUBCOMMANDS = ("run",)
+
+
+def _compile_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="qgc", description="Compile a CUDA kernel (PTX) into Qwen3.5 decoder layers.",
+        epilog="Subcommands: `qgc run KERNEL.ptx --launch L.json` runs one launch "
+               "(see `qgc run --help`).")
+    p.add_argument("input", help="PTX file (.ptx), or textual IR (.mlir)")
+    p.add_argument("-o", "--output", help="write the compiled layers (.safetensors)")
+    p.add_argument("--emit", choices=("ptx", "simt", "tensor"),
+                   help="print the IR after this stage and stop")
+    p.add_argument("-p", "--passes", help="custom pass pipeline, xDSL syntax: 'a,b{opt=1}'")
+    p.add_argument("--print-pipeline", action="store_true",
+                   help="print the pass pipeline that would run, and stop")
+    p.add_argument("--stats", action="store_true", help="print resource usage (like ptxas -v)")
+    p.add_argument("--print-debuginfo", action="store_true",
+                   help="print source locations (loc(...)) with the IR")
+    _add_dump_flags(p)
+    p.add_argument("--version", action="version", version=f"qgc {__version__}")
+    return p
+
+
+def _add_dump_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("IR dumps (to stderr, as MLIR's --mlir-print-ir-*)")
+    g.add_argument("--print-ir-after-all", action="store_true")
+    g.add_argument("--print-ir-before-all", action="store_true")
+    g.add_argument("--print-ir-after", action="append", default=[], metavar="PASS")
+    g.add_argument("--print-ir-before", action="append", default=[], metavar="PASS")
+    g.add_argument("--print-ir-tree-dir", metavar="DIR",
+                   help="write the IR after each pass into DIR, one file per pass")
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="qgc run", description="Run one kernel launch.")
+    p.add_argument("input", help="PTX file")
+    p.add_argument("--launch", required=True, help="launch JSON (DESIGN §3)")
+    p.add_argument("--engine", choices=ENGINES, default="ref")
+    p.add_argument("--warp-size", type=int, default=4, help="lanes per warp (ref engine)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    p.add_argument("--base", default=os.environ.get("QGC_BASE"),
+                   help="local Qwen3.5 checkpoint directory (model engine)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv and argv[0] == "run":
+            return _run(_run_parser().parse_args(argv[1:]))
+        return _compile(_compile_parser().parse_args(argv))
+    except QgcError as err:
+        print(str(err), file=sys.stderr)
+        return err.status
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as err:  # a bug in qgc: say so in one line, no traceback
+        if os.environ.get("QGC_DEBUG"):
+            raise
+        print(f"qgc: internal error: {type(err).__name__}: {err} "
+              "(set QGC_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 70
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from qgc import driver
+    from qgc.pipeline import DumpOptions, deepest_stage, stage_pipeline
+
+    if args.passes is not None:
+        spec = args.passes
+    elif args.emit:
+        spec = stage_pipeline(args.emit)
+    else:  # full compilation runs what exists, then says which stage is missing
+        spec = stage_pipeline(deepest_stage())
+    if args.print_pipeline:
+        print(spec)
+        return 0
+    ctx, module = driver.load(args.input)
+    dumps = DumpOptions(
+        before_all=args.print_ir_before_all, after_all=args.print_ir_after_all,
+        before=set(args.print_ir_before), after=set(args.print_ir_after),
+        tree_dir=Path(args.print_ir_tree_dir) if args.print_ir_tree_dir else None,
+        debuginfo=args.print_debuginfo)
+    driver.apply(ctx, module, spec, dumps)
+    if args.stats:
+        from qgc.stats import format_stats
+        print(format_stats(module))
+        return 0
+    if args.passes is None and args.emit is None:
+        raise QgcError("error: code generation (layers.safetensors) needs the `simt` and "
+                       "`tensor` stages, which do not exist yet; --emit=ptx prints the IR",
+                       status=2)
+    driver.print_ir(module, sys.stdout, args.print_debuginfo)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from qgc import driver
+
+    if args.engine != "ref":
+        raise QgcError(f"error: engine `{args.engine}` does not exist yet (available: ref)",
+                       status=2)
+    from qgc.runtime.launch import format_result, load_launch
+    from qgc.runtime.ref import run_ref
+
+    if not 1 <= args.warp_size <= 32:
+        raise QgcError(f"error: --warp-size must be 1..32, got {args.warp_size}", status=2)
+    launch = load_launch(Path(args.launch))
+    ctx, module = driver.load(args.input)
+    driver.apply(ctx, module, "ptx-remove-dead-functions")
+    result = run_ref(module, launch, warp_size=args.warp_size)
+    print(format_result(result.buffers))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Load a kernel (PTX or textual IR), run pipelines on it, print it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+from qgc.context import make_context
+from qgc.diagnostics import QgcError, with_snippet
+from qgc.pipeline import DumpOptions, parse_pipeline, print_module, run_pipeline
+
+
+def read_source(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as err:
+        raise QgcError(f"error: cannot read '{path}': {err.strerror}", status=2) from None
+    except UnicodeDecodeError:
+        raise QgcError(f"error: '{path}' is not a text file", status=2) from None
+
+
+def load(path: str) -> tuple[Context, builtin.ModuleOp]:
+    """Parse a `.ptx` file with the PTX frontend, anything else as textual IR."""
+    text = read_source(path)
+    ctx = make_context()
+    if path.endswith(".ptx"):
+        from qgc.frontend import parse_ptx
+        module = parse_ptx(text, path)
+    else:
+        module = parse_ir(ctx, text, path)
+    verify(module, text)
+    return ctx, module
+
+
+def parse_ir(ctx: Context, text: str, path: str) -> builtin.ModuleOp:
+    from xdsl.parser import Parser
+    try:
+        return Parser(ctx, text, path).parse_module()
+    except ParseError as err:
+        raise QgcError(str(err), status=2) from None
+
+
+def verify(module: builtin.ModuleOp, source: str | None = None) -> None:
+    try:
+        module.verify()
+    except VerifyException as err:
+        raise QgcError(with_snippet(str(err).splitlines()[0] if str(err) else "error: "
+                                    "verification failed", source), status=2) from None
+
+
+def apply(ctx: Context, module: builtin.ModuleOp, spec: str,
+          dumps: DumpOptions | None = None) -> None:
+    pipeline = parse_pipeline(spec)
+    try:
+        run_pipeline(ctx, module, pipeline, dumps)
+    except (VerifyException, DiagnosticException) as err:
+        raise QgcError(with_snippet(str(err)), status=2) from None
+
+
+def print_ir(module: builtin.ModuleOp, stream: IO[str], debuginfo: bool = False) -> None:
+    print_module(module, stream, debuginfo)

@@ -1,0 +1,105 @@
+"""Pass pipelines, the stages of `--emit`, and MLIR-style IR dumps.
+
+A stage is a named prefix of the compilation: `ptx` is the frontend plus the
+ptx-level clean-up; `simt` and `tensor` come with their lowering passes.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
+
+from qgc.diagnostics import QgcError
+from qgc.passes import get_all_passes
+
+#: Pipeline of each stage, cumulative; a stage missing here does not exist yet.
+STAGE_PIPELINES: dict[str, str] = {
+    "ptx": "ptx-remove-dead-functions",
+}
+ALL_STAGES = ("ptx", "simt", "tensor")
+
+
+def deepest_stage() -> str:
+    return [s for s in ALL_STAGES if s in STAGE_PIPELINES][-1]
+
+
+def stage_pipeline(stage: str) -> str:
+    if stage not in STAGE_PIPELINES:
+        raise QgcError(f"error: the `{stage}` stage does not exist yet "
+                       f"(available: {', '.join(STAGE_PIPELINES)})", status=2)
+    return STAGE_PIPELINES[stage]
+
+
+@dataclass
+class DumpOptions:
+    """MLIR's `--mlir-print-ir-*` flags, without the prefix."""
+
+    before_all: bool = False
+    after_all: bool = False
+    before: set[str] = field(default_factory=set)
+    after: set[str] = field(default_factory=set)
+    tree_dir: Path | None = None
+    debuginfo: bool = False
+    stream: IO[str] = sys.stderr
+
+    def wants_before(self, name: str) -> bool:
+        return self.before_all or name in self.before
+
+    def wants_after(self, name: str) -> bool:
+        return self.after_all or name in self.after or self.tree_dir is not None
+
+
+def pass_title(p: ModulePass) -> str:
+    return f"{type(p).__name__} ({p.name})"
+
+
+def print_module(module: builtin.ModuleOp, stream: IO[str], debuginfo: bool = False) -> None:
+    Printer(stream=stream, print_debuginfo=debuginfo).print_op(module)
+    stream.write("\n\n")  # as xdsl-opt ends its output, so the two print identically
+
+
+def parse_pipeline(spec: str) -> PassPipeline:
+    try:
+        return PassPipeline.parse_spec(get_all_passes(), spec)
+    except ValueError as err:
+        raise QgcError(f"error: {err} (known passes: {', '.join(get_all_passes())})",
+                       status=2) from None
+    except Exception as err:  # malformed spec text, bad option values
+        raise QgcError(f"error: invalid pass pipeline '{spec}': {err}", status=2) from None
+
+
+def run_pipeline(ctx: Context, module: builtin.ModuleOp, pipeline: PassPipeline,
+                 dumps: DumpOptions | None = None) -> None:
+    """Apply the passes in order, verifying after each and dumping as asked."""
+    dumps = dumps or DumpOptions()
+    for index, p in enumerate(pipeline.passes):
+        if dumps.wants_before(p.name):
+            _dump(module, f"IR Dump Before {pass_title(p)}", dumps)
+        p.apply(ctx, module)
+        module.verify()
+        if dumps.wants_after(p.name):
+            if dumps.tree_dir is not None:
+                _dump_tree(module, index, p, dumps)
+            if dumps.after_all or p.name in dumps.after:
+                _dump(module, f"IR Dump After {pass_title(p)}", dumps)
+
+
+def _dump(module: builtin.ModuleOp, title: str, dumps: DumpOptions) -> None:
+    dumps.stream.write(f"// -----// {title} //----- //\n")
+    print_module(module, dumps.stream, dumps.debuginfo)
+
+
+def _dump_tree(module: builtin.ModuleOp, index: int, p: ModulePass, dumps: DumpOptions) -> None:
+    assert dumps.tree_dir is not None
+    directory = dumps.tree_dir / "builtin_module_no-symbol-name"
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / f"{index}_{p.name}.mlir", "w") as out:
+        print_module(module, out, dumps.debuginfo)
+
