@@ -317,7 +317,7 @@ class RegOp(IRDLOperation):
     reg_name = prop_def(StringAttr)
     type = prop_def(StringAttr)
     count = opt_prop_def(IntegerAttr[I64])
-    assembly_format = "$reg_name $type ($count^)? attr-dict"
+    assembly_format = "$reg_name $type (`<` $count^ `>`)? attr-dict"
 
     def __init__(self, name: str, type: str, count: int | None = None):
         props: dict = {"reg_name": _str(name), "type": _str(type)}

@@ -29,6 +29,7 @@ def grammar_lines() -> int:
 
 def parse_ptx(text: str, filename: str = "<stdin>") -> builtin.ModuleOp:
     """Parse PTX source into `builtin.module { ptx.module ... }`; raises SourceError."""
+    _reject_debug_build(text, filename)
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as err:
@@ -36,6 +37,19 @@ def parse_ptx(text: str, filename: str = "<stdin>") -> builtin.ModuleOp:
     builder = _Builder(filename, text)
     module = builtin.ModuleOp([builder.module(tree)])
     return module
+
+
+_DEBUG_SECTION = re.compile(r"^[ \t]*\.section[ \t]+\.debug_info", re.M)
+
+
+def _reject_debug_build(text: str, filename: str) -> None:
+    """`nvcc -G` PTX keeps every value in generic memory and calls helpers; say so
+    up front rather than fail on its first call sequence."""
+    match = _DEBUG_SECTION.search(text)
+    if match:
+        line = text.count("\n", 0, match.start()) + 1
+        raise SourceError(filename, line, 1, "debug PTX (`nvcc -G`) is not supported; "
+                          "compile without -G (-lineinfo is fine)", text)
 
 
 def _syntax_error(err: UnexpectedInput, text: str, filename: str) -> SourceError:
@@ -53,12 +67,16 @@ def _syntax_error(err: UnexpectedInput, text: str, filename: str) -> SourceError
         lines = text.splitlines() or [""]
         return SourceError(filename, len(lines), len(lines[-1]) + 1,
                            "unexpected end of file", text)
+    if token.type in _CATCH_ALL_TOKENS:  # the lexer's fallback swallowed a stray character
+        return SourceError(filename, line, column,
+                           f"unexpected character '{token.value[0]}'", text)
     expected = _describe_expected(err.expected)
     return SourceError(filename, line, column,
                        f"unexpected '{token.value}'" + (f", expected {expected}" if expected else ""),
                        text)
 
 
+_CATCH_ALL_TOKENS = ("SECTION_BODY", "LOC_ATTRS")
 _NAMES = {"SEMICOLON": "';'", "COMMA": "','", "RBRACE": "'}'", "LBRACE": "'{'",
           "REGISTER": "a register", "OPCODE": "an instruction", "IDENT": "an identifier",
           "INT": "an integer", "NUMBER": "a number", "TYPE": "a type", "LABEL": "a label",

@@ -1,0 +1,36 @@
+# qgc — `make help` lists the targets.
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+LIT_JOBS ?= 2
+DOT = examples/dot
+
+.PHONY: help install demo test test-py test-lit lint docs ptx check-docs
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+install: ## install qgc and its test tools, CPU torch first; skips what is there
+	@$(PYTHON) -c "import torch" 2>/dev/null || $(PIP) install -q torch==2.13.0
+	@$(PYTHON) scripts/check_install.py 2>/dev/null || $(PIP) install -q -e '.[test]'
+
+demo: install ## compile the dot product and run it with the best engine there is
+	qgc $(DOT)/dot.ptx --stats
+	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine ref
+
+test: install ## run every test: pytest, then lit
+	$(MAKE) --no-print-directory test-py test-lit
+
+test-py: ## pytest only
+	$(PYTHON) -m pytest
+
+test-lit: ## lit + FileCheck only
+	lit -j $(LIT_JOBS) testsuite
+
+lint: install ## ruff over the sources
+	ruff check qgc dialects passes runtime tests testsuite
+
+docs: install ## regenerate docs/ptx-coverage.md from the code
+	$(PYTHON) -m qgc.coverage_doc > docs/ptx-coverage.md
+
+ptx: ## regenerate the examples' nvcc and clang PTX (where the compilers exist)
+	$(MAKE) -C examples ptx

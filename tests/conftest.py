@@ -1,0 +1,25 @@
+"""Shared fixtures: where the examples and the shared kernel suite live."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+SHARED = Path(os.environ.get("QGC_SHARED", REPO.parent / "shared"))
+SHARED_KERNELS = SHARED / "kernels"
+
+
+def example_dirs() -> list[Path]:
+    return sorted(p for p in EXAMPLES.iterdir() if (p / "launch.json").exists())
+
+
+def all_ptx_files() -> list[Path]:
+    return sorted(EXAMPLES.glob("*/*.ptx")) + sorted(SHARED_KERNELS.glob("*.ptx"))
+
+
+@pytest.fixture(scope="session")
+def ctx():
+    from qgc.context import make_context
+    return make_context()
