@@ -1,0 +1,119 @@
+"""The `qgc` and `qgc-opt` command lines: outputs, diagnostics, exit statuses."""
+
+import json
+import subprocess
+import sys
+
+from conftest import EXAMPLES, REPO
+
+from qgc import __version__
+from qgc.cli import main
+
+DOT = EXAMPLES / "dot"
+
+
+def run_qgc(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "qgc.cli", *args], capture_output=True,
+                          text=True, cwd=REPO)
+
+
+def test_version(capsys):
+    try:
+        main(["--version"])
+    except SystemExit as exit_:
+        assert exit_.code == 0
+    assert capsys.readouterr().out.strip() == f"qgc {__version__}"
+
+
+def test_demo_prints_the_dot_product():
+    proc = run_qgc("run", str(DOT / "dot.ptx"), "--launch", str(DOT / "launch.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == '{"buffers": [[1, 2, 3], [4, 5, 6], [32], null]}'
+
+
+def test_clang_dot_product_too():
+    proc = run_qgc("run", str(DOT / "dot.clang.ptx"), "--launch", str(DOT / "launch.json"))
+    assert json.loads(proc.stdout)["buffers"][2] == [32]
+
+
+def test_parse_print_and_ref_never_import_torch():
+    code = (
+        "import sys\n"
+        "from qgc.cli import main\n"
+        f"assert main([{str(DOT / 'dot.ptx')!r}, '--emit=ptx']) == 0\n"
+        f"assert main(['run', {str(DOT / 'dot.ptx')!r}, '--launch', "
+        f"{str(DOT / 'launch.json')!r}]) == 0\n"
+        "heavy = [m for m in ('torch', 'transformers') if m in sys.modules]\n"
+        "assert not heavy, heavy\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_missing_engine_says_so_in_one_line():
+    proc = run_qgc("run", str(DOT / "dot.ptx"), "--launch", str(DOT / "launch.json"),
+                   "--engine", "simt")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: engine `simt` does not exist yet (available: ref)"]
+
+
+def test_malformed_launch_names_the_field(tmp_path):
+    bad = tmp_path / "launch.json"
+    bad.write_text(json.dumps({"grid": [1, 1, 1], "block": [4, 1, 1],
+                               "args": [{"type": "i32*", "data": [1]}]}))
+    proc = run_qgc("run", str(DOT / "dot.ptx"), "--launch", str(bad))
+    assert proc.returncode == 2
+    assert "args[0].type" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_launch_that_is_not_json(tmp_path):
+    bad = tmp_path / "launch.json"
+    bad.write_text("{grid: 1")
+    proc = run_qgc("run", str(DOT / "dot.ptx"), "--launch", str(bad))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "launch.json" in proc.stderr
+
+
+def test_out_of_bounds_access_traps(tmp_path):
+    launch = json.loads((DOT / "launch.json").read_text())
+    launch["args"][3]["value"] = 4  # n = 4 over 3-element buffers: thread 3 reads a[3]
+    path = tmp_path / "launch.json"
+    path.write_text(json.dumps(launch))
+    proc = run_qgc("run", str(DOT / "dot.ptx"), "--launch", str(path))
+    assert proc.returncode == 3, proc.stderr
+    message = proc.stderr.strip()
+    assert "Traceback" not in message
+    assert "tid (3,0,0)" in message and "ld.global" in message and "0x" in message
+    assert "dot.ptx:" in message
+
+
+def test_unsupported_instruction_names_it(tmp_path):
+    kernel = tmp_path / "k.ptx"
+    kernel.write_text(".version 8.5\n.target sm_75\n.address_size 64\n"
+                      ".visible .entry k()\n{\n\t.reg .b32 %r<3>;\n"
+                      "\tbrkpt;\n\tret;\n}\n")
+    launch = tmp_path / "launch.json"
+    launch.write_text(json.dumps({"grid": [1, 1, 1], "block": [1, 1, 1], "args": []}))
+    proc = run_qgc("run", str(kernel), "--launch", str(launch))
+    assert proc.returncode == 2
+    assert "k.ptx:7:2" in proc.stderr and "brkpt" in proc.stderr
+
+
+def test_codegen_is_not_pretended(tmp_path):
+    out = tmp_path / "layers.safetensors"
+    proc = run_qgc(str(DOT / "dot.ptx"), "-o", str(out))
+    assert proc.returncode == 2 and not out.exists()
+    assert "do not exist yet" in proc.stderr
+
+
+def test_stats_at_the_ptx_level():
+    proc = run_qgc(str(DOT / "dot.ptx"), "--stats")
+    assert proc.returncode == 0
+    assert "kernel 'dot' (ptx level)" in proc.stdout
+
+
+def test_qgc_opt_reads_ptx_directly():
+    proc = subprocess.run([sys.executable, "-m", "qgc.opt", str(DOT / "dot.ptx"),
+                           "-p", "ptx-strip-debug-info"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert 'ptx.entry "visible" @dot' in proc.stdout
