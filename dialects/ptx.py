@@ -10,7 +10,7 @@ of the PTX file are the ops' locations.
     ptx.module "9.0" "sm_75" 64 {
       ptx.entry "visible" @dot {
         ptx.param "dot_param_0" "u64"
-        ptx.reg "%r" "b32" 7
+        ptx.reg "%r" "b32"<7>
         ptx.inst "ld.param.u64" ["%rd1", "[dot_param_0]"]
         ptx.label "$L__BB0_2"
         ptx.inst guard "%p1" "bra" ["$L__BB0_2"]
@@ -310,7 +310,7 @@ class ParamOp(IRDLOperation):
 
 @irdl_op_definition
 class RegOp(IRDLOperation):
-    """A register declaration: `.reg .b32 %r<7>` is `ptx.reg "%r" "b32" 7`
+    """A register declaration: `.reg .b32 %r<7>` is `ptx.reg "%r" "b32"<7>`
     (registers %r0 … %r6); without a count it declares the one name."""
 
     name = "ptx.reg"
