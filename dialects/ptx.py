@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from xdsl.dialects.builtin import (
     I64,
@@ -149,7 +149,7 @@ def _decode_scalar(text: str) -> Reg | Imm | Sym:
     return Sym(text)
 
 
-@lru_cache(maxsize=None)
+@cache
 def decode_operand(text: str) -> Operand:
     """Structured view of an operand as the frontend spells it."""
     if text.startswith("["):
@@ -186,7 +186,7 @@ class Opcode:
         return any(m in self.modifiers for m in mods)
 
 
-@lru_cache(maxsize=None)
+@cache
 def decode_opcode(text: str) -> Opcode:
     base, *parts = text.split(".")
     types = tuple(p for p in parts if p in TYPE_BITS)

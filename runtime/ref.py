@@ -27,6 +27,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from xdsl.dialects import builtin
+
 from qgc.dialects import ptx
 from qgc.runtime.launch import TYPE_SIZES, Arg, Launch, LaunchError
 from qgc.runtime.memory import (
@@ -55,7 +57,6 @@ from qgc.runtime.ref_ops import (
     float_imm,
     mask,
 )
-from xdsl.dialects import builtin
 
 __all__ = ["LaunchError", "RefResult", "Trap", "UnsupportedError", "compile_kernel",
            "run_ref"]

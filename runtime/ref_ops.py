@@ -34,12 +34,11 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from qgc.diagnostics import QgcError
 from qgc.dialects import ptx
 from qgc.dialects.ptx import Addr, Imm, Pair, Reg, Sym, Vec
 from qgc.runtime import float32 as F
 from qgc.runtime.memory import Layout, MemoryFault, from_generic, in_window, to_generic
-
-from qgc.diagnostics import QgcError
 
 ALU, BRANCH, EXIT, BARRIER, WARP, NOP, TRAP = range(7)
 

@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 from conftest import EXAMPLES, REPO
-
 from qgc import __version__
 from qgc.cli import main
 

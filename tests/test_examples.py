@@ -5,8 +5,8 @@ import json
 import struct
 
 import pytest
-from conftest import REPO, SHARED, example_dirs
 
+from conftest import REPO, SHARED, example_dirs
 from qgc.frontend import parse_ptx
 from qgc.runtime.launch import load_launch
 from qgc.runtime.ref import run_ref

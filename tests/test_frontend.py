@@ -3,10 +3,10 @@
 import io
 
 import pytest
-from conftest import SHARED_KERNELS, all_ptx_files
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
+from conftest import SHARED_KERNELS, all_ptx_files
 from qgc.diagnostics import SourceError
 from qgc.dialects import ptx
 from qgc.frontend import parse_ptx

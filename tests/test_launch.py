@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+
 from qgc.runtime.launch import Arg, Launch, LaunchError, format_result, load_launch
 
 DOT = {"kernel": "dot", "grid": [1, 1, 1], "block": [4, 1, 1],

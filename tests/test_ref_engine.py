@@ -11,16 +11,16 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
+
 from qgc.dialects import ptx
+from qgc.frontend import parse_ptx
 from qgc.runtime import float32 as F
 from qgc.runtime.coverage import supported_opcodes
 from qgc.runtime.launch import Arg, Launch, LaunchError, format_result, load_launch
 from qgc.runtime.memory import Trap
 from qgc.runtime.ref import run_ref
 from qgc.runtime.ref_ops import UnsupportedError, prmt
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
-
-from qgc.frontend import parse_ptx
 
 # ------------------------------------------------------------ the shared suite
 
