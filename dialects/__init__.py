@@ -10,7 +10,12 @@ def _ptx() -> Dialect:
     return PTX
 
 
+def _simt() -> Dialect:
+    from qgc.dialects.simt import SIMT
+    return SIMT
+
+
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     """Dialect name → factory. Only qgc's own dialects and `builtin`: xDSL's
     upstream `tensor` dialect must never load beside qgc's `tensor`."""
-    return {"ptx": _ptx}
+    return {"ptx": _ptx, "simt": _simt}

@@ -15,9 +15,33 @@ def _ptx_remove_dead_functions() -> type[ModulePass]:
     return PtxRemoveDeadFunctionsPass
 
 
+def _convert_ptx_to_simt() -> type[ModulePass]:
+    from qgc.passes.convert_ptx_to_simt import ConvertPtxToSimtPass
+    return ConvertPtxToSimtPass
+
+
+def _simt_if_convert() -> type[ModulePass]:
+    from qgc.passes.simt_if_convert import SimtIfConvertPass
+    return SimtIfConvertPass
+
+
+def _simt_form_blocks() -> type[ModulePass]:
+    from qgc.passes.simt_form_blocks import SimtFormBlocksPass
+    return SimtFormBlocksPass
+
+
+def _simt_allocate_registers() -> type[ModulePass]:
+    from qgc.passes.simt_allocate_registers import SimtAllocateRegistersPass
+    return SimtAllocateRegistersPass
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name → factory of the pass class; importing a pass costs nothing until used."""
     return {
         "ptx-strip-debug-info": _ptx_strip_debug_info,
         "ptx-remove-dead-functions": _ptx_remove_dead_functions,
+        "convert-ptx-to-simt": _convert_ptx_to_simt,
+        "simt-if-convert": _simt_if_convert,
+        "simt-form-blocks": _simt_form_blocks,
+        "simt-allocate-registers": _simt_allocate_registers,
     }

@@ -35,6 +35,8 @@ def _compile_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-pipeline", action="store_true",
                    help="print the pass pipeline that would run, and stop")
     p.add_argument("--stats", action="store_true", help="print resource usage (like ptxas -v)")
+    p.add_argument("--launch", metavar="L.json",
+                   help="with --stats: also the memory and EXEC steps of this launch")
     p.add_argument("--print-debuginfo", action="store_true",
                    help="print source locations (loc(...)) with the IR")
     _add_dump_flags(p)
@@ -104,15 +106,21 @@ def _compile(args: argparse.Namespace) -> int:
         before=set(args.print_ir_before), after=set(args.print_ir_after),
         tree_dir=Path(args.print_ir_tree_dir) if args.print_ir_tree_dir else None,
         debuginfo=args.print_debuginfo)
-    driver.apply(ctx, module, spec, dumps)
     if args.stats:
         from qgc.stats import format_stats
-        print(format_stats(module))
+        before = format_stats(module, ptx_only=True)
+    driver.apply(ctx, module, spec, dumps)
+    if args.stats:
+        launch = None
+        if args.launch:
+            from qgc.runtime.launch import load_launch
+            launch = load_launch(Path(args.launch))
+        print(format_stats(module, launch, before=before))
         return 0
     if args.passes is None and args.emit is None:
-        raise QgcError("error: code generation (layers.safetensors) needs the `simt` and "
-                       "`tensor` stages, which do not exist yet; --emit=ptx prints the IR",
-                       status=2)
+        raise QgcError("error: code generation (layers.safetensors) needs the `tensor` stage "
+                       "and the code generator, which do not exist yet; --emit=simt prints "
+                       "the machine listing", status=2)
     driver.print_ir(module, sys.stdout, args.print_debuginfo)
     return 0
 
@@ -120,16 +128,28 @@ def _compile(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from qgc import driver
 
-    if args.engine != "ref":
-        raise QgcError(f"error: engine `{args.engine}` does not exist yet (available: ref)",
-                       status=2)
+    if args.engine not in ("ref", "simt"):
+        raise QgcError(f"error: engine `{args.engine}` does not exist yet (available: ref, "
+                       "simt)", status=2)
     from qgc.runtime.launch import format_result, load_launch
-    from qgc.runtime.ref import run_ref
 
     if not 1 <= args.warp_size <= 32:
         raise QgcError(f"error: --warp-size must be 1..32, got {args.warp_size}", status=2)
     launch = load_launch(Path(args.launch))
     ctx, module = driver.load(args.input)
+    if args.engine == "simt":
+        from qgc.dialects.simt import kernels_of
+        from qgc.pipeline import stage_pipeline
+        from qgc.runtime.simt_engine import run_simt
+        if args.warp_size != 4:
+            raise QgcError("error: the simt engine runs warps of 4 lanes (--warp-size 4)",
+                           status=2)
+        if not kernels_of(module):  # PTX (or ptx IR) in: compile it to the machine first
+            driver.apply(ctx, module, stage_pipeline("simt"))
+        result = run_simt(module, launch)
+        print(format_result(result.buffers))
+        return 0
+    from qgc.runtime.ref import run_ref
     driver.apply(ctx, module, "ptx-remove-dead-functions")
     result = run_ref(module, launch, warp_size=args.warp_size)
     print(format_result(result.buffers))

@@ -22,6 +22,9 @@ from qgc.passes import get_all_passes
 #: Pipeline of each stage, cumulative; a stage missing here does not exist yet.
 STAGE_PIPELINES: dict[str, str] = {
     "ptx": "ptx-remove-dead-functions",
+    "simt": "ptx-remove-dead-functions,convert-ptx-to-simt{mem-words=128},simt-if-convert,"
+            "simt-form-blocks{max-ops=8 max-blocks=32},"
+            "simt-allocate-registers{regs=15 preds=8}",
 }
 ALL_STAGES = ("ptx", "simt", "tensor")
 

@@ -42,7 +42,7 @@ def kernel_stats(fn: ptx.EntryOp | ptx.FuncOp) -> dict[str, object]:
             "shared_bytes": shared}
 
 
-def format_stats(module: builtin.ModuleOp) -> str:
+def ptx_lines(module: builtin.ModuleOp) -> list[str]:
     lines = []
     for op in module.walk():
         if isinstance(op, ptx.ModuleOp):
@@ -58,6 +58,68 @@ def format_stats(module: builtin.ModuleOp) -> str:
                         f"registers declared: {regs or 'none'}, "
                         f"{s['param_bytes']} bytes params, "
                         f"{s['shared_bytes'] + shared_module} bytes static shared")
-    lines.append("qgc info: machine-level resources (blocks, registers, memory words, layers, "
-                 "heads, neurons) need the simt and tensor stages, which do not exist yet")
+    return lines
+
+
+def simt_kernel_stats(kernel) -> dict[str, object]:
+    """Blocks, ops per block, registers used (distinct physical or virtual)."""
+    from qgc.dialects import simt
+    blocks = list(kernel.body.blocks)
+    ops = [len(b.ops) - 1 for b in blocks]
+    regs = simt.all_registers(blocks)
+    return {"blocks": len(blocks), "ops": sum(ops), "max_ops": max(ops, default=0),
+            "mean_ops": sum(ops) / len(ops) if ops else 0.0,
+            "registers": sum(1 for r in regs if not r.is_pred),
+            "predicates": sum(1 for r in regs if r.is_pred)}
+
+
+def simt_lines(module: builtin.ModuleOp, launch=None) -> list[str]:
+    from qgc.dialects import simt
+    lines = []
+    kernels = simt.kernels_of(module)
+    for k in kernels:
+        s = simt_kernel_stats(k)
+
+        def of(prop: str, k=k) -> str:
+            limit = k.limit(prop)
+            return f" of {limit}" if limit is not None else ""
+        lines.append(
+            f"qgc info: kernel '{k.kernel_name}' (simt level): {s['blocks']} blocks"
+            f"{of('max_blocks')}, {s['ops']} ops, ops per block max {s['max_ops']}"
+            f"{of('max_ops')} mean {s['mean_ops']:.2f}, registers {s['registers']}"
+            f"{of('regs')} per lane, predicates {s['predicates']}{of('preds')}, "
+            f"parameter area {k.param_area_words} words of {k.mem_words.value.data}")
+    if launch is not None and kernels:
+        from qgc.runtime.simt_engine import run_simt
+        result = run_simt(module, launch)
+        st = result.stats
+        regions = ", ".join(f"{name} {n}" for name, n in st["memory"].items())
+        kernel = [k for k in kernels if launch.kernel in (None, k.kernel_name)][0]
+        per_warp = " ".join(str(n) for n in st["per_warp_steps"])
+        lines.append(
+            f"qgc info: launch of '{kernel.kernel_name}': memory {st['memory_words']} of "
+            f"{kernel.mem_words.value.data} words ({regions}); {st['exec_steps']} EXEC steps "
+            f"over {simt.plural(st['warps'], 'warp')} in {simt.plural(st['ctas'], 'CTA')} "
+            f"(per warp: {per_warp}), "
+            f"{st['ops']} machine ops")
+    return lines
+
+
+def format_stats(module: builtin.ModuleOp, launch=None, before: str | None = None,
+                 ptx_only: bool = False) -> str:
+    """Resources at every level the module has been through: `before` holds the
+    ptx-level lines taken before the pipeline ran; `launch` adds the memory map
+    and EXEC steps of one launch on the simt engine."""
+    lines = ptx_lines(module) if before is None else (before.splitlines() if before else [])
+    if ptx_only:
+        return "\n".join(lines)
+    sl = simt_lines(module, launch)
+    if before is not None and not sl:  # pipeline stayed at the ptx level
+        lines = ptx_lines(module) or lines
+    lines += sl
+    if not sl:
+        lines.append("qgc info: machine-level resources (blocks, registers, memory words) "
+                     "need the simt stage (--emit=simt or a full compile)")
+    lines.append("qgc info: layers, heads and MLP neurons need the tensor stage, which does "
+                 "not exist yet")
     return "\n".join(lines)

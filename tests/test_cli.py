@@ -50,10 +50,10 @@ def test_parse_print_and_ref_never_import_torch():
 
 def test_missing_engine_says_so_in_one_line():
     proc = run_qgc("run", str(DOT / "dot.ptx"), "--launch", str(DOT / "launch.json"),
-                   "--engine", "simt")
+                   "--engine", "tensor")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "error: engine `simt` does not exist yet (available: ref)"]
+        "error: engine `tensor` does not exist yet (available: ref, simt)"]
 
 
 def test_malformed_launch_names_the_field(tmp_path):

@@ -1,0 +1,483 @@
+"""The `simt` engine (`--engine simt`): the machine's ops with their ideal semantics.
+
+`run_simt(module, launch)` runs a `simt.kernel` the way the machine inside the
+model will:
+
+- memory is one map of 32-bit words (`mem_words` of them), laid out per launch:
+  the parameter area at word 0 (one word per kernel parameter: a pointer's word
+  is its buffer's word address plus the launch's element offset, a scalar its
+  value), then one bounds pair (base word, size in words) per pointer
+  parameter, then the buffers packed one after another;
+- every CTA's threads form warps of 4 lanes (consecutive linear thread ids); a
+  lane without a thread is inactive from the start;
+- the host scheduler only picks the next unfinished warp, round-robin over all
+  warps of all CTAs, and counts EXEC steps; one step runs one whole machine
+  block of the picked warp: its ops in order, each on every active lane whose
+  guard holds, then the terminator (`simt.next` jumps, `simt.exit` ends the
+  warp);
+- a global access is checked against the bounds pair of the buffer it derives
+  from: outside it, the machine traps (status 3) naming the warp, lane, ctaid,
+  tid, the op with its PTX location and the word address; an inactive or
+  guarded-off lane does not touch memory;
+- atomics from several lanes on one word apply in lane order.
+
+The engine also runs kernels before register allocation and block formation
+(virtual registers, long blocks); a `simt.branch` runs only when every active
+lane takes the same side (v0 has no divergent branches).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr
+from xdsl.ir import Block, Operation
+
+from qgc.diagnostics import QgcError
+from qgc.dialects import ptx, simt
+from qgc.runtime.launch import TYPE_SIZES, Launch, LaunchError
+from qgc.runtime.memory import Trap
+
+__all__ = ["SimtResult", "Trap", "memory_layout", "run_simt"]
+
+M32 = 0xFFFF_FFFF
+DEFAULT_MAX_STEPS = 1_000_000
+WORD_TYPES = ("u32", "s32", "f32")
+
+
+@dataclass
+class SimtResult:
+    """Final buffer contents (per argument; None for scalars) and run statistics:
+    `exec_steps` (blocks run, over all warps), `per_warp_steps`, `warps`,
+    `ctas`, `ops` (machine ops run, per warp), `memory` (words by region)."""
+
+    buffers: list[list | None]
+    stats: dict[str, object] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------- layout
+
+@dataclass
+class Layout:
+    """Where a launch's data lives in the machine's memory."""
+
+    words: list[int]
+    bases: dict[int, int]         # pointer parameter index -> first word of its buffer
+    sizes: dict[int, int]         # pointer parameter index -> buffer size in words
+    param_area: int
+    bounds: int
+    total: int
+
+    def regions(self, kernel: simt.KernelOp) -> dict[str, int]:
+        out = {"params": len(kernel.params), "bounds": self.bounds}
+        for i, size in self.sizes.items():
+            out[f"buffer {i} ({kernel.params[i][0]})"] = size
+        return out
+
+
+def pick_kernel(root: Operation, name: str | None) -> simt.KernelOp:
+    kernels = [root] if isinstance(root, simt.KernelOp) else simt.kernels_of(root)
+    names = ", ".join(f"'{k.kernel_name}'" for k in kernels) or "none"
+    if not kernels:
+        raise LaunchError("the module holds no simt kernel (run the simt pipeline first)")
+    if name is None:
+        if len(kernels) != 1:
+            raise LaunchError(f"the launch names no kernel and the module has {len(kernels)} "
+                              f"kernels ({names}); set \"kernel\"")
+        return kernels[0]
+    for k in kernels:
+        if k.kernel_name == name:
+            return k
+    raise LaunchError(f"kernel '{name}' is not in the module (kernels: {names})")
+
+
+def _word(elem: str, value) -> int:
+    if elem == "f32":
+        return struct.unpack("<I", struct.pack("<f", value))[0]
+    return int(value) & M32
+
+
+def _value(elem: str, word: int):
+    if elem == "f32":
+        return struct.unpack("<f", struct.pack("<I", word))[0]
+    if elem == "s32":
+        return word - (1 << 32) if word & 0x8000_0000 else word
+    return word
+
+
+def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
+    """Check the launch's arguments against the kernel and lay memory out."""
+    params = kernel.params
+    if len(launch.args) != len(params):
+        raise LaunchError(f"kernel '{kernel.kernel_name}' takes {len(params)} argument"
+                          f"{'s' if len(params) != 1 else ''}, the launch gives "
+                          f"{len(launch.args)}")
+    for i, (arg, (pname, ptype)) in enumerate(zip(launch.args, params, strict=True)):
+        if ptype == "ptr":
+            if not arg.pointer:
+                raise LaunchError(f"args[{i}]: parameter '{pname}' is a pointer on the machine; "
+                                  f"a 64-bit scalar ({arg.type}) is not yet supported by the "
+                                  "machine")
+            if arg.type not in WORD_TYPES:
+                raise LaunchError(f"args[{i}]: {arg.type} buffers are not yet supported by the "
+                                  "machine (its memory holds 32-bit words)")
+        else:
+            if arg.pointer:
+                raise LaunchError(f"args[{i}]: a pointer ({arg.spelled}) cannot be passed to "
+                                  f"parameter '{pname}' of type .{ptype}")
+            bits = ptx.TYPE_BITS[ptype]
+            if TYPE_SIZES[arg.type] * 8 != bits or \
+                    ((arg.type == "f32") != (ptype[0] == "f") and ptype[0] != "b"):
+                raise LaunchError(f"args[{i}]: a {arg.type} value cannot be passed to "
+                                  f"parameter '{pname}' of type .{ptype}")
+    pointers = kernel.pointer_params()
+    area = kernel.param_area_words
+    bases: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    cursor = area
+    for i in pointers:
+        bases[i] = cursor
+        sizes[i] = len(launch.args[i].data or [])
+        cursor += sizes[i]
+    total = cursor
+    capacity = kernel.mem_words.value.data
+    if total > capacity:
+        buffers = ", ".join(f"{sizes[i]} for '{params[i][0]}'" for i in pointers)
+        raise LaunchError(f"the launch needs {total} words of machine memory ({len(params)} "
+                          f"for parameters, {2 * len(pointers)} for bounds, {buffers}), the "
+                          f"machine has {capacity} (option mem-words)")
+    words = [0] * capacity
+    for i, arg in enumerate(launch.args):
+        if i in bases:
+            words[i] = (bases[i] + arg.offset) & M32
+            for k, v in enumerate(arg.data or []):
+                words[bases[i] + k] = _word(arg.type, v)
+            bw = kernel.bounds_word(i)
+            words[bw], words[bw + 1] = bases[i], sizes[i]
+        else:
+            words[i] = _word(arg.type, arg.value)
+    return Layout(words, bases, sizes, len(params), 2 * len(pointers), total)
+
+
+# ---------------------------------------------------------------------- warps
+
+class Warp:
+    """One warp: per-lane registers `r`, predicates `p`, the active lanes, the
+    current block, and the machine-provided values of its lanes."""
+
+    __slots__ = ("index", "ctaid", "tids", "active", "r", "p", "block", "done", "steps",
+                 "ops", "special")
+
+    def __init__(self, index: int, ctaid: tuple[int, int, int],
+                 tids: list[tuple[int, int, int] | None], nregs: int, npreds: int,
+                 ntid: tuple[int, int, int], nctaid: tuple[int, int, int]):
+        self.index, self.ctaid, self.tids = index, ctaid, tids
+        self.active = [lane for lane, t in enumerate(tids) if t is not None]
+        self.r = [[0] * nregs for _ in tids]
+        self.p = [[False] * npreds for _ in tids]
+        self.block, self.done, self.steps, self.ops = 0, False, 0, 0
+        self.special: dict[str, list[int]] = {}
+        for axis, d in enumerate("xyz"):
+            self.special[f"tid.{d}"] = [t[axis] if t else 0 for t in tids]
+            self.special[f"ntid.{d}"] = [ntid[axis]] * len(tids)
+            self.special[f"ctaid.{d}"] = [ctaid[axis]] * len(tids)
+            self.special[f"nctaid.{d}"] = [nctaid[axis]] * len(tids)
+
+    def who(self, lane: int) -> str:
+        return (f"warp {self.index} lane {lane} (ctaid {_xyz(self.ctaid)} "
+                f"tid {_xyz(self.tids[lane] or (0, 0, 0))})")
+
+
+def _xyz(v: tuple[int, int, int]) -> str:
+    return f"({v[0]},{v[1]},{v[2]})"
+
+
+# ------------------------------------------------------------------- semantics
+
+def _s(x: int) -> int:
+    return x - (1 << 32) if x & 0x8000_0000 else x
+
+
+def _shl(a: int, b: int) -> int:
+    return (a << b) & M32 if b < 32 else 0
+
+
+def _shr_u(a: int, b: int) -> int:
+    return a >> b if b < 32 else 0
+
+
+def _shr_s(a: int, b: int) -> int:
+    return (_s(a) >> min(b, 31)) & M32
+
+
+ALU: dict[str, Callable[..., int]] = {
+    "mov": lambda a: a,
+    "not": lambda a: ~a & M32,
+    "neg": lambda a: -a & M32,
+    "add": lambda a, b: (a + b) & M32,
+    "sub": lambda a, b: (a - b) & M32,
+    "mul.lo": lambda a, b: (a * b) & M32,
+    "mad.lo": lambda a, b, c: (a * b + c) & M32,
+    "and": lambda a, b: a & b,
+    "or": lambda a, b: a | b,
+    "xor": lambda a, b: a ^ b,
+    "shl": _shl,
+    "shr.u": _shr_u,
+    "shr.s": _shr_s,
+    "min.s": lambda a, b: a if _s(a) <= _s(b) else b,
+    "max.s": lambda a, b: a if _s(a) >= _s(b) else b,
+    "min.u": min,
+    "max.u": max,
+    "selp": lambda a, b, p: a if p else b,
+}
+
+SETP: dict[str, Callable[[int, int], bool]] = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "lt.s": lambda a, b: _s(a) < _s(b), "le.s": lambda a, b: _s(a) <= _s(b),
+    "gt.s": lambda a, b: _s(a) > _s(b), "ge.s": lambda a, b: _s(a) >= _s(b),
+    "lt.u": lambda a, b: a < b, "le.u": lambda a, b: a <= b,
+    "gt.u": lambda a, b: a > b, "ge.u": lambda a, b: a >= b,
+}
+
+assert set(ALU) == set(simt.ALU_ARITY) and set(SETP) == set(simt.SETP_CONDS)
+
+
+@lru_cache(maxsize=64)
+def _source_lines(filename: str) -> tuple[str, ...]:
+    try:
+        return tuple(Path(filename).read_text(errors="replace").splitlines())
+    except OSError:
+        return ()
+
+
+def describe(op: Operation) -> str:
+    """`simt.ld at dot.ptx:40:2 (ld.global.u32 %r6, [%rd8];)`."""
+    loc = op.location
+    if not isinstance(loc, FileLineColLoc):
+        return op.name
+    line = loc.line.data
+    text = f"{op.name} at {loc.filename.data}:{line}:{loc.column.data}"
+    lines = _source_lines(loc.filename.data)
+    if 1 <= line <= len(lines):
+        text += f" ({' '.join(lines[line - 1].split())})"
+    return text
+
+
+class _Compiler:
+    """Turns blocks into closures over a warp; registers into slot indices."""
+
+    def __init__(self, kernel: simt.KernelOp, layout: Layout, mem: list[int]):
+        self.kernel, self.layout, self.mem = kernel, layout, mem
+        self.slots: dict[simt.RegAttr, int] = {}
+        self.pslots: dict[simt.RegAttr, int] = {}
+        self.index = {b: i for i, b in enumerate(kernel.body.blocks)}
+
+    def slot(self, r: simt.RegAttr) -> int:
+        table = self.pslots if r.is_pred else self.slots
+        if r.kind.data in ("r", "p"):
+            return r.index.data
+        if r not in table:
+            table[r] = 1000 + len(table)
+        return table[r]
+
+    def sizes(self) -> tuple[int, int]:
+        regs = [self.slot(r) for r in simt.all_registers(list(self.kernel.body.blocks))
+                if not r.is_pred]
+        preds = [self.slot(r) for r in simt.all_registers(list(self.kernel.body.blocks))
+                 if r.is_pred]
+        return max(regs, default=-1) + 1, max(preds, default=-1) + 1
+
+    def lanes(self, guard: simt.GuardAttr | None) -> Callable[[Warp], list[int]]:
+        if guard is None:
+            return lambda w: w.active
+        gi, neg = self.slot(guard.pred), guard.is_negated
+        return lambda w: [lane for lane in w.active if w.p[lane][gi] != neg]
+
+    def reader(self, src) -> Callable[[Warp, int], int]:
+        if isinstance(src, IntAttr):
+            value = src.data & M32
+            return lambda w, lane: value
+        s = self.slot(src)
+        if src.is_pred:
+            return lambda w, lane: w.p[lane][s]
+        return lambda w, lane: w.r[lane][s]
+
+    def block(self, block: Block) -> tuple[list[Callable[[Warp], None]], Callable[[Warp], None]]:
+        ops = list(block.ops)
+        return [self.op(op) for op in ops[:-1]], self.terminator(ops[-1])
+
+    def terminator(self, op: Operation) -> Callable[[Warp], None]:
+        if isinstance(op, simt.ExitOp):
+            def exit_(w: Warp) -> None:
+                w.done = True
+            return exit_
+        if isinstance(op, simt.NextOp):
+            target = self.index[op.dest]
+
+            def next_(w: Warp) -> None:
+                w.block = target
+            return next_
+        assert isinstance(op, simt.BranchOp)
+        then_, else_ = self.index[op.then_dest], self.index[op.else_dest]
+        gi, neg = self.slot(op.cond.pred), op.cond.is_negated
+
+        def branch(w: Warp) -> None:
+            sides = {w.p[lane][gi] != neg for lane in w.active}
+            if len(sides) > 1:
+                raise QgcError(f"error: a divergent branch ({describe(op)}) is not yet "
+                               "supported by the machine (run simt-if-convert)", status=2)
+            w.block = then_ if sides == {True} else else_
+        return branch
+
+    def op(self, op: Operation) -> Callable[[Warp], None]:
+        assert isinstance(op, simt.MachineOp)
+        lanes = self.lanes(op.guard)
+        if isinstance(op, simt.AluOp):
+            fn = ALU[op.opcode.data]
+            reads = [self.reader(s) for s in op.srcs.data]
+            d = self.slot(op.dst)
+
+            def alu(w: Warp) -> None:
+                for lane in lanes(w):
+                    w.r[lane][d] = fn(*[rd(w, lane) for rd in reads])
+            return alu
+        if isinstance(op, simt.SetpOp):
+            cmp = SETP[op.cond.data]
+            ra, rb = (self.reader(s) for s in op.srcs.data)
+            d = self.slot(op.dst)
+
+            def setp(w: Warp) -> None:
+                for lane in lanes(w):
+                    w.p[lane][d] = cmp(ra(w, lane), rb(w, lane))
+            return setp
+        if isinstance(op, simt.SpecialOp):
+            which, d = op.which.data, self.slot(op.dst)
+
+            def special(w: Warp) -> None:
+                for lane in lanes(w):
+                    w.r[lane][d] = w.special[which][lane]
+            return special
+        assert isinstance(op, simt.MemoryOp)
+        return self.memory(op, lanes)
+
+    def memory(self, op: simt.MemoryOp, lanes) -> Callable[[Warp], None]:
+        mem, offset = self.mem, op.offset.value.data
+        if op.space.data == "param":
+            assert isinstance(op, simt.LdOp)
+            d = self.slot(op.dst)
+
+            def ld_param(w: Warp) -> None:
+                for lane in lanes(w):
+                    w.r[lane][d] = mem[offset]
+            return ld_param
+        assert op.base is not None and op.buffer_index is not None
+        base = self.slot(op.base)
+        buf = op.buffer_index
+        bw = self.kernel.bounds_word(buf)
+        pname = self.kernel.params[buf][0]
+        what = describe(op)
+
+        def address(w: Warp, lane: int) -> int:
+            a = (w.r[lane][base] + offset) & M32
+            lo, size = mem[bw], mem[bw + 1]
+            if not lo <= a < lo + size:
+                where = f"words {lo}..{lo + size - 1}" if size else "empty"
+                raise Trap(f"trap: out-of-bounds {what} by {w.who(lane)}: word address {a} "
+                           f"is outside buffer {buf} '{pname}' ({where})")
+            return a
+
+        if isinstance(op, simt.LdOp):
+            d = self.slot(op.dst)
+
+            def ld(w: Warp) -> None:
+                for lane in lanes(w):
+                    w.r[lane][d] = mem[address(w, lane)]
+            return ld
+        value = self.reader(op.value)
+        if isinstance(op, simt.StOp):
+            def st(w: Warp) -> None:
+                for lane in lanes(w):
+                    mem[address(w, lane)] = value(w, lane) & M32
+            return st
+        assert isinstance(op, simt.AtomOp) and op.op.data == "add"
+        d = self.slot(op.dst)
+
+        def atom_add(w: Warp) -> None:
+            for lane in lanes(w):  # lane order: exact for lanes that hit the same word
+                a = address(w, lane)
+                v = value(w, lane)
+                old = mem[a]
+                mem[a] = (old + v) & M32
+                w.r[lane][d] = old
+        return atom_add
+
+
+# ------------------------------------------------------------------------- run
+
+def _grid(grid: tuple[int, int, int]):
+    for z in range(grid[2]):
+        for y in range(grid[1]):
+            for x in range(grid[0]):
+                yield (x, y, z)
+
+
+def make_warps(launch: Launch, nregs: int, npreds: int) -> list[Warp]:
+    warps: list[Warp] = []
+    bx, by, _ = launch.block
+    n = launch.threads_per_block
+    for ctaid in _grid(launch.grid):
+        tids = [(i % bx, (i // bx) % by, i // (bx * by)) for i in range(n)]
+        for w in range(0, n, simt.LANES):
+            lanes: list[tuple[int, int, int] | None] = list(tids[w:w + simt.LANES])
+            lanes += [None] * (simt.LANES - len(lanes))
+            warps.append(Warp(w // simt.LANES, ctaid, lanes, nregs, npreds, launch.block,
+                              launch.grid))
+    return warps
+
+
+def run_simt(module: Operation, launch: Launch,
+             max_steps: int = DEFAULT_MAX_STEPS) -> SimtResult:
+    """Run `launch` on the `simt.kernel` in `module`; see the module docstring."""
+    kernel = pick_kernel(module, launch.kernel)
+    layout = memory_layout(kernel, launch)
+    mem = layout.words
+    comp = _Compiler(kernel, layout, mem)
+    blocks = [comp.block(b) for b in kernel.body.blocks]
+    nregs, npreds = comp.sizes()
+    warps = make_warps(launch, nregs, npreds)
+    steps = 0
+    live = [w for w in warps if w.active]
+    while live:
+        for w in live:
+            body, term = blocks[w.block]
+            for run in body:
+                run(w)
+            term(w)
+            w.steps += 1
+            w.ops += len(body)
+            steps += 1
+        if steps > max_steps:
+            raise Trap(f"trap: the launch ran past the limit of {max_steps} EXEC steps "
+                       "(an endless loop?)")
+        live = [w for w in live if not w.done]
+    buffers: list[list | None] = []
+    for i, arg in enumerate(launch.args):
+        if i not in layout.bases:
+            buffers.append(None)
+            continue
+        b = layout.bases[i]
+        buffers.append([_value(arg.type, mem[b + k]) for k in range(layout.sizes[i])])
+    stats = {
+        "exec_steps": steps,
+        "per_warp_steps": [w.steps for w in warps],
+        "warps": len(warps),
+        "ctas": launch.grid[0] * launch.grid[1] * launch.grid[2],
+        "ops": sum(w.ops for w in warps),
+        "memory": layout.regions(kernel),
+        "memory_words": layout.total,
+    }
+    return SimtResult(buffers, stats)

@@ -1,0 +1,33 @@
+// The machine listing prints and parses back (custom and generic forms); the
+// verifier checks the limits a kernel declares.
+// RUN: QGC_ROUNDTRIP
+// RUN: QGC_GENERIC_ROUNDTRIP
+// RUN: not qgc-opt %inputs/simt/too_many_ops.mlir 2>&1 | filecheck %s --check-prefix=OPS
+
+builtin.module {
+  simt.kernel @dot(ptr a, ptr b, ptr "$c", u32 n) lanes 4 mem_words 128 max_blocks 32 max_ops 8 regs 15 preds 8 {
+    simt.ld r0, param[3]
+    simt.special r1, "tid.x"
+    simt.setp "ge.s" p0, r1, r0
+    simt.alu "selp" r2, r1, -1, p0
+    simt.ld r5, global[r4 - 2] buffer 1 guard !p0
+    simt.atom "add" r6, global[r7 + 0], 3 buffer 2 guard p0
+    simt.next ^bb1
+  ^bb1:
+    simt.st global[r4 + 1], r5 buffer 0
+    simt.exit
+  }
+}
+
+// CHECK:      simt.kernel @dot(ptr a, ptr b, ptr "$c", u32 n) lanes 4 mem_words 128 max_blocks 32 max_ops 8 regs 15 preds 8 {
+// CHECK-NEXT:   simt.ld r0, param[3]
+// CHECK:        simt.alu "selp" r2, r1, -1, p0
+// CHECK-NEXT:   simt.ld r5, global[r4 - 2] buffer 1 guard !p0
+// CHECK-NEXT:   simt.atom "add" r6, global[r7 + 0], 3 buffer 2 guard p0
+// CHECK-NEXT:   simt.next ^bb1
+// CHECK-NEXT: ^bb1:
+// CHECK-NEXT:   simt.st global[r4 + 1], r5 buffer 0
+
+// CHECK-GENERIC: "simt.ld"() <{dst = #simt.reg<r5>, space = "global", base = #simt.reg<r4>, offset = -2 : i64, buffer = 1 : i64, guard = #simt.guard<!p0>}> : () -> ()
+
+// OPS: error: block ^bb0 of kernel 'k' needs 3 ops, the machine runs at most 2 per block (option max-ops)
