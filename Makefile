@@ -14,8 +14,9 @@ install: ## install qgc and its test tools, CPU torch first; skips what is there
 	@$(PYTHON) scripts/check_install.py 2>/dev/null || $(PIP) install -q -e '.[test]'
 
 demo: install ## compile the dot product and run it with the best engine there is
-	qgc $(DOT)/dot.ptx --stats
-	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine ref
+	qgc $(DOT)/dot.ptx --emit=simt
+	qgc $(DOT)/dot.ptx --stats --launch $(DOT)/launch.json
+	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine simt
 
 test: install ## run every test: pytest, then lit
 	$(MAKE) --no-print-directory test-py test-lit
