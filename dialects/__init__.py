@@ -15,7 +15,12 @@ def _simt() -> Dialect:
     return SIMT
 
 
+def _tensor() -> Dialect:
+    from qgc.dialects.tensor import TENSOR
+    return TENSOR
+
+
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     """Dialect name → factory. Only qgc's own dialects and `builtin`: xDSL's
     upstream `tensor` dialect must never load beside qgc's `tensor`."""
-    return {"ptx": _ptx, "simt": _simt}
+    return {"ptx": _ptx, "simt": _simt, "tensor": _tensor}

@@ -29,7 +29,6 @@ from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     DenseArrayBase,
-    FileLineColLoc,
     IntegerAttr,
     StringAttr,
     SymbolNameConstraint,
@@ -46,6 +45,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
+
+from qgc.diagnostics import location_prefix
 
 # --------------------------------------------------------------------------- types
 
@@ -470,13 +471,6 @@ class FileOp(IRDLOperation):
 
 
 # ------------------------------------------------------------------------ verifier
-
-def location_prefix(op: Operation) -> str:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}: "
-    return ""
-
 
 def op_error(op: Operation, message: str) -> VerifyException:
     return VerifyException(f"{location_prefix(op)}error: {message}")

@@ -37,7 +37,6 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
-    FileLineColLoc,
     IntAttr,
     IntegerAttr,
     StringAttr,
@@ -68,6 +67,8 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, IsTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
+
+from qgc.diagnostics import location_prefix
 
 # ------------------------------------------------------------------ machine facts
 
@@ -732,14 +733,6 @@ TERMINATORS = (NextOp, ExitOp, BranchOp)
 
 
 # ---------------------------------------------------------------------- kernel
-
-def location_prefix(op: Operation) -> str:
-    """`file.ptx:L:C: ` where the op keeps a PTX location, else nothing."""
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}: "
-    return ""
-
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -35,6 +35,11 @@ def _simt_allocate_registers() -> type[ModulePass]:
     return SimtAllocateRegistersPass
 
 
+def _tensor_schedule_layers() -> type[ModulePass]:
+    from qgc.passes.tensor_schedule_layers import TensorScheduleLayersPass
+    return TensorScheduleLayersPass
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name → factory of the pass class; importing a pass costs nothing until used."""
     return {
@@ -44,4 +49,5 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "simt-if-convert": _simt_if_convert,
         "simt-form-blocks": _simt_form_blocks,
         "simt-allocate-registers": _simt_allocate_registers,
+        "tensor-schedule-layers": _tensor_schedule_layers,
     }

@@ -57,3 +57,13 @@ def with_snippet(message: str, source: str | None = None) -> str:
         return message
     snippet = source_snippet(m["file"], int(m["line"]), int(m["col"]), source)
     return f"{message}\n{snippet}" if snippet else message
+
+
+def location_prefix(op) -> str:
+    """`file.ptx:L:C: ` for an op that keeps a source location, else nothing."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}: "
+    return ""

@@ -316,3 +316,18 @@ def _json_value(value: int | float) -> int | float | str:
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
     return value
+
+
+def select_kernel(kernels: list, kernel: str | None, what: str):
+    """The kernel a launch names among `kernels` (objects with `kernel_name`), or
+    the only one when the launch names none; LaunchError otherwise."""
+    names = ", ".join(f"'{k.kernel_name}'" for k in kernels) or "none"
+    if kernel is None:
+        if len(kernels) != 1:
+            raise LaunchError(f"the launch names no kernel and the {what} has "
+                              f"{len(kernels)} entries ({names}); set \"kernel\"")
+        return kernels[0]
+    for k in kernels:
+        if k.kernel_name == kernel:
+            return k
+    raise LaunchError(f"kernel '{kernel}' is not an entry of the {what} (entries: {names})")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects import builtin
 
 from qgc.dialects import ptx
-from qgc.runtime.launch import TYPE_SIZES, Arg, Launch, LaunchError
+from qgc.runtime.launch import TYPE_SIZES, Arg, Launch, LaunchError, select_kernel
 from qgc.runtime.memory import (
     AddressSpace,
     Layout,
@@ -98,17 +98,7 @@ def find_ptx_module(module: builtin.ModuleOp | ptx.ModuleOp) -> ptx.ModuleOp:
 
 
 def pick_entry(pmod: ptx.ModuleOp, kernel: str | None) -> ptx.EntryOp:
-    entries = pmod.kernels()
-    names = ", ".join(f"'{e.kernel_name}'" for e in entries) or "none"
-    if kernel is None:
-        if len(entries) != 1:
-            raise LaunchError(f"the launch names no kernel and the PTX has "
-                              f"{len(entries)} entries ({names}); set \"kernel\"")
-        return entries[0]
-    for entry in entries:
-        if entry.kernel_name == kernel:
-            return entry
-    raise LaunchError(f"kernel '{kernel}' is not an entry of the PTX (entries: {names})")
+    return select_kernel(pmod.kernels(), kernel, "PTX")
 
 
 def compile_kernel(pmod: ptx.ModuleOp, entry: ptx.EntryOp, warp_size: int) -> Program:

@@ -39,7 +39,7 @@ from xdsl.ir import Block, Operation
 
 from qgc.diagnostics import QgcError
 from qgc.dialects import ptx, simt
-from qgc.runtime.launch import TYPE_SIZES, Launch, LaunchError
+from qgc.runtime.launch import TYPE_SIZES, Launch, LaunchError, select_kernel
 from qgc.runtime.memory import Trap
 
 __all__ = ["SimtResult", "Trap", "memory_layout", "run_simt"]
@@ -81,18 +81,9 @@ class Layout:
 
 def pick_kernel(root: Operation, name: str | None) -> simt.KernelOp:
     kernels = [root] if isinstance(root, simt.KernelOp) else simt.kernels_of(root)
-    names = ", ".join(f"'{k.kernel_name}'" for k in kernels) or "none"
     if not kernels:
         raise LaunchError("the module holds no simt kernel (run the simt pipeline first)")
-    if name is None:
-        if len(kernels) != 1:
-            raise LaunchError(f"the launch names no kernel and the module has {len(kernels)} "
-                              f"kernels ({names}); set \"kernel\"")
-        return kernels[0]
-    for k in kernels:
-        if k.kernel_name == name:
-            return k
-    raise LaunchError(f"kernel '{name}' is not in the module (kernels: {names})")
+    return select_kernel(kernels, name, "module")
 
 
 def _word(elem: str, value) -> int:

@@ -8,16 +8,23 @@ as Python ints, f32 arithmetic is numpy float32 (IEEE round to nearest even),
 `fma.rn` is rounded once from the exact value (fractions.Fraction).
 
     from testsuite.gen import programs
-    @given(programs("int32"))
-    def test(p):  # p.ptx, p.launch (DESIGN §3 launch JSON as a dict), p.expected, p.family
+    @given(programs("int32"))            # or programs() for any family;
+    def test(p):                         # programs(f, max_threads=4, max_ops=6) for
+        p.ptx, p.launch, p.expected      # smaller kernels (slow engines, small machines)
+
+`p.launch` is DESIGN §3's launch JSON as a dict; `p.expected` holds, per launch
+argument, the final contents of a pointer's buffer (ints as the element type's
+signed/unsigned value, f32 as Python floats: compare them by bit pattern) and None
+for a scalar.
 
 Families (FAMILIES):
   int32   straight-line 32-bit integer DAGs: add sub mul.lo/hi mad.lo and or xor not
           neg shl shr(.b32/.u32/.s32, immediate and register amounts, >= 32 too)
           min max abs popc clz brev setp(every comparison)+selp div rem mov
   f32     straight-line f32: add sub mul (with and without .rn) fma.rn div.rn sqrt.rn
-          abs neg min max setp(ordered, unordered, num, nan)+selp mov
-          cvt.rn.f32.s32 cvt.rzi.s32.f32, hex immediates 0fXXXXXXXX
+          abs neg min max setp(ordered, unordered, num, nan)+selp mov mov.b32(f32 bits)
+          cvt.rn.f32.s32 cvt.rzi.s32.f32, hex immediates 0fXXXXXXXX; x/x, x*inf, x+inf
+          and sqrt(-x) make NaNs on purpose
   branch  divergent if/else (`@%p bra`, `@!%p bra`, `bra.uni`), bounded loops with
           data-dependent trip counts (<= 8), registers reassigned in branches and
           loops, stores in branches, early `ret`
@@ -32,23 +39,23 @@ Families (FAMILIES):
           ld/st.global.u64
 
 Every launch has 1-16 threads in 1-2 CTAs; the results never depend on the warp
-size (no shuffles or votes, barriers only in uniform code). Conventions that keep
+size (no shuffles or votes, barriers only in uniform code). No computed value is
+dead (but the old values order-independent atomics return): before the final stores, every value nothing reads is folded (xor/add, bijective in
+each operand) into a stored one, and a branch or loop body folds its own dead values
+into a live register, so a wrong bit anywhere reaches memory. Conventions that keep
 every answer defined:
   - a register divisor is made non-zero, and INT_MIN / -1 is steered away, by
     setp/selp/xor/not/or instructions that are part of the program;
   - no NaN is ever stored or fed to arithmetic: an f32 register that may hold a NaN
     (a result of add/sub/mul/div/fma/sqrt) is read only by setp, min/max and selp
     until a sanitizer (setp.nan/num/neu/eq + selp, or max with -inf / min with
-    +inf) makes a NaN-free copy, so NaN payloads never matter;
+    +inf) makes a NaN-free copy, so NaN payloads never matter (the oracle checks it);
   - min/max.f32 return the other operand for one NaN, and order -0.0 below +0.0
     (PTX ISA: "If values of both inputs are 0.0, then +0.0 > -0.0");
   - cvt.rzi.s32.f32 saturates (PTX: float-to-integer conversions clamp by default);
   - no add/sub.f32 without a rounding modifier reads the result of a mul.f32 without
     one (ptxas may fuse such a pair into an fma); maybe-NaN products are always
     sanitized into a new register first, and `_finish` checks it.
-Expected buffers hold, per launch argument, the final contents of a pointer's
-buffer (ints as the element type's signed/unsigned value, f32 as Python floats;
-compare f32 by bit pattern) and None for a scalar.
 """
 
 from __future__ import annotations
@@ -1325,7 +1332,7 @@ def f32_programs(draw, limits: Limits = Limits()) -> GeneratedProgram:
         b = k.reg("b32")
         k.emit("mov", (), "b32", b, r)
         bits.append(b)
-    fold = _fold(draw, k, bits + _unread(k, pool.b32))
+    fold = _fold(draw, k, bits + _unread(k, pool.b32) or [f_to_int(draw, k, pool)])
     addr = _element_address(draw, k, out_f, ids.gtid, 4, outputs)
     for j in range(outputs):
         r = last if j == 0 and last is not None and last.kind == "f32" else _pick(draw, pool.f32)
@@ -1560,9 +1567,11 @@ def atomic_programs(draw, limits: Limits = Limits()) -> GeneratedProgram:
             k.emit("and", (), "b32", index, key, _small(conflict - 1))
         else:
             k.emit("rem", (), "u32", index, key, _small(conflict))
-        if _one_in(draw, 2):
-            _int_op(draw, k, pool, ops=(i_arith, i_logic, i_mul, i_shift, i_minmax, i_select))
-        operand = draw(int_imm(ty)) if _one_in(draw, 4) else _pick(draw, pool.b32)
+        if _one_in(draw, 2):  # a value derived for this atomic
+            operand = _int_op(draw, k, pool,
+                              ops=(i_arith, i_logic, i_mul, i_shift, i_minmax, i_select))
+        else:
+            operand = draw(int_imm(ty)) if _one_in(draw, 4) else _pick(draw, pool.b32)
         addr = _element_address(draw, k, acc_base, index, 4, 1)
         k.emit("atom", ("global", op), ty, k.reg("b32"), Mem(addr, 4 * words * r), operand)
     if draw(st.booleans()):  # compare-and-swap, one word per thread: order-independent

@@ -1,0 +1,1090 @@
+"""The `tensor` dialect: one step of the machine as exact bit-level tensor ops.
+
+qgc's own dialect (xDSL's upstream `tensor` dialect is never loaded beside it).
+A `tensor.program` is what one GPU token computes while it passes through the
+compiled decoder layers. Values are bit vectors, `!tensor.bits<N>`: N residual
+coordinates, each holding ±1 (bit b is stored as 2b−1). The ops have ideal
+semantics — exact arithmetic on bits, `runtime/tensor_engine.py` runs them —
+and each maps onto one half of a stock Qwen3.5 linear-attention decoder layer:
+
+    tensor.program @add4 {
+      %a = tensor.input "a" : !tensor.bits<4>
+      %c = tensor.input "cin" : !tensor.bits<1>
+      %k = tensor.threshold %a, %c [{0 = 1, 4 = 1} >= 1, {0 = 1} >= 1]
+          : !tensor.bits<4>, !tensor.bits<1> -> !tensor.bits<2>
+      tensor.memory @m slots 16 width 8
+      tensor.kv_write @m[binary %key], %val : !tensor.bits<4>, !tensor.bits<8>
+      %r = tensor.kv_read @m[binary %key] : !tensor.bits<4> -> !tensor.bits<8>
+      tensor.output "k" %k : !tensor.bits<2>
+    }
+
+- `tensor.threshold` (MLP half): each output bit is `[Σ w·x ≥ t]` over the
+  operands' bits (concatenated), integer weights, integer or half-integer t;
+  one or two SwiGLU neurons per output (`ThresholdRow.gadget`).
+- `tensor.memory` + `tensor.kv_write` / `tensor.kv_read` (attention half): a
+  Gated DeltaNet head used as an exact key–value memory of `slots` rows of
+  `width` ≤ 64 bits. Within one token a memory takes at most one write and one
+  read, and the read sees the write (the write comes first in the program).
+  A never-written slot, a disabled access and an out-of-range address read as
+  all-zero bits; a disabled or out-of-range write writes nothing.
+
+`tensor-schedule-layers` places every op: layer, half (`attn` | `mlp`), head,
+neuron range, residual coordinates, and adds `tensor.pad` ops that keep every
+token's energy `sum(h²) = 64·hidden` — the printed program is the layer budget:
+
+    %k = tensor.threshold ... at layer 0 mlp neurons [1, 4) coords [6, 8) : ...
+    tensor.memory @m slots 16 width 8 at layer 1 head 0
+    tensor.pad 40 = 2 -> 1 at layer 0 mlp
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    DenseArrayBase,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    i64,
+)
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface, SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+# ------------------------------------------------------------------ level facts
+
+#: Bits one memory row holds: 128 value dimensions, two bits per group of four
+#: (one-hot of four keeps a known quarter of the row non-zero, see docs/machine.md).
+MAX_MEMORY_WIDTH = 64
+#: Rows one memory has: 128 key dimensions, one kept empty for the query's
+#: normalising partner (docs/machine.md, "The tensor level (core)").
+MAX_MEMORY_SLOTS = 127
+#: Largest active gate value (in units) a neuron may reach and stay exact in
+#: bfloat16 (8 significant bits).
+MAX_ACTIVE_GATE = 256
+HALVES = ("attn", "mlp")
+KEY_KINDS = ("onehot", "binary")
+
+#: Defaults of the scheduler: the Qwen3.5-2B text config.
+DEFAULT_HIDDEN = 2048
+DEFAULT_INTERMEDIATE = 6144
+DEFAULT_HEADS = 16
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _i64(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
+
+
+def _dense(values: Iterable[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+# ------------------------------------------------------------------------ types
+
+@irdl_attr_definition
+class BitsType(ParametrizedAttribute, TypeAttribute):
+    """`!tensor.bits<N>`: N bits, each one residual coordinate holding ±1."""
+
+    name = "tensor.bits"
+    width: IntAttr
+
+    def __init__(self, width: int):
+        super().__init__(IntAttr(width))
+
+    @property
+    def n(self) -> int:
+        return self.width.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            width = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        return [IntAttr(width)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.width.data}>")
+
+    def verify(self) -> None:
+        if self.width.data < 1:
+            raise VerifyException("!tensor.bits needs at least one bit")
+
+
+def bits(width: int) -> BitsType:
+    return BitsType(width)
+
+
+def width_of(value: SSAValue) -> int:
+    ty = value.type
+    assert isinstance(ty, BitsType), ty
+    return ty.n
+
+
+# ------------------------------------------------------------- threshold rows
+
+@dataclass(frozen=True)
+class Gadget:
+    """How one threshold output becomes SwiGLU neurons (all in bit units).
+
+    With `L = Σ w·b − T` (integer, T = ⌈t⌉) the output is `f = [L ≥ 0] =
+    base + Σ sign·ReLU(G)` over the neurons' gate forms `G = slope·L + offset`:
+
+    - `const`:     f is constant (`base`), no neuron;
+    - `top`:       only L = max reaches the threshold: one neuron `ReLU(2L+1)`;
+    - `bottom`:    only L = min misses it: `1 − ReLU(−2L−1)`;
+    - `restoring`: `ReLU(2L+3/2) − ReLU(2L+1/2)`, kinks ¼ away from every
+      integer, |G| ≥ ½ always (needs max L ≤ 63 for bfloat16);
+    - `compact`:   `ReLU(L+1) − ReLU(L)`, kinks on integers, G = 0 exactly at
+      the threshold (max L ≤ 255).
+
+    `flip` means the gadget is built on `L' = −L − 1` (so `f = 1 − [L' ≥ 0]`),
+    taken when the low side of the range is the short one.
+    """
+
+    kind: str
+    base: int
+    neurons: tuple[tuple[int, Fraction, Fraction], ...]  # (sign, slope, offset)
+    lo: int
+    hi: int
+
+    @property
+    def count(self) -> int:
+        return len(self.neurons)
+
+
+@dataclass(frozen=True)
+class ThresholdRow:
+    """One output of `tensor.threshold`: `[Σ weights[i]·x_i ≥ threshold]`."""
+
+    terms: tuple[tuple[int, int], ...]  # (input bit index, integer weight)
+    threshold: Fraction
+
+    @property
+    def int_threshold(self) -> int:
+        return math.ceil(self.threshold)
+
+    def value(self, x: Sequence[int]) -> int:
+        return int(sum(w * x[i] for i, w in self.terms) >= self.threshold)
+
+    def range(self) -> tuple[int, int]:
+        """(min, max) of L = Σ w·b − ⌈t⌉ over all inputs."""
+        t = self.int_threshold
+        lo = sum(min(w, 0) for _, w in self.terms) - t
+        hi = sum(max(w, 0) for _, w in self.terms) - t
+        return lo, hi
+
+    def gadget(self) -> Gadget:
+        lo, hi = self.range()
+        if hi < 0:
+            return Gadget("const", 0, (), lo, hi)
+        if lo >= 0:
+            return Gadget("const", 1, (), lo, hi)
+        one, two = Fraction(1), Fraction(2)
+        if hi == 0:
+            return Gadget("top", 0, ((1, two, one),), lo, hi)
+        if lo == -1:
+            return Gadget("bottom", 1, ((-1, -two, -one),), lo, hi)
+        # active side of the gadget: L in [0, hi] (direct) or L' in [0, -lo-1] (flipped)
+        span, flip = (hi, False) if hi <= -lo - 1 else (-lo - 1, True)
+        s = -1 if flip else 1           # L' = -L - 1 = s·L + (s-1)/2 when flipped
+        k = Fraction(-1 if flip else 0)
+        base, sign = (1, -1) if flip else (0, 1)
+        if 4 * span + 3 < MAX_ACTIVE_GATE:
+            return Gadget("restoring", base,
+                          ((sign, 2 * s, 2 * k + Fraction(3, 2)),
+                           (-sign, 2 * s, 2 * k + Fraction(1, 2))), lo, hi)
+        if span + 1 <= MAX_ACTIVE_GATE:
+            return Gadget("compact", base, ((sign, Fraction(s), k + 1),
+                                            (-sign, Fraction(s), k)), lo, hi)
+        raise VerifyException(
+            f"threshold row {self.spelled()} spans {span + 1} units on its active side; "
+            f"bfloat16 keeps {MAX_ACTIVE_GATE} (8 significant bits): split the sum")
+
+    def spelled(self) -> str:
+        inner = ", ".join(f"{i} = {w}" for i, w in self.terms)
+        return "{" + inner + "} >= " + _spell_fraction(self.threshold)
+
+
+def _spell_fraction(value: Fraction) -> str:
+    if value.denominator == 1:
+        return str(value.numerator)
+    return str(float(value))
+
+
+@irdl_attr_definition
+class RowAttr(ParametrizedAttribute):
+    """One threshold row: `#tensor.row<[i0, w0, i1, w1, ...], 2t>` (terms as
+    index/weight pairs, the threshold doubled so that halves stay integers).
+    Inside `tensor.threshold` it prints as `{i0 = w0, i1 = w1} >= t`."""
+
+    name = "tensor.row"
+    terms: DenseArrayBase
+    threshold2: IntAttr
+
+    def __init__(self, terms: Sequence[tuple[int, int]], threshold: Fraction | int | float):
+        t2 = Fraction(threshold) * 2
+        if t2.denominator != 1:
+            raise ValueError(f"threshold {threshold} is not a multiple of 1/2")
+        super().__init__(_dense(v for term in terms for v in term), IntAttr(int(t2)))
+
+    def row(self) -> ThresholdRow:
+        flat = self.terms.get_values()
+        terms = tuple((int(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2))
+        return ThresholdRow(terms, Fraction(self.threshold2.data, 2))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            flat = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE,
+                lambda: parser.parse_integer(allow_boolean=False, allow_negative=True))
+            parser.parse_punctuation(",")
+            t2 = parser.parse_integer(allow_boolean=False, allow_negative=True)
+        return [_dense(flat), IntAttr(t2)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        flat = ", ".join(str(v) for v in self.terms.get_values())
+        printer.print_string(f"<[{flat}], {self.threshold2.data}>")
+
+    def verify(self) -> None:
+        if len(self.terms) % 2:
+            raise VerifyException("a threshold row holds index/weight pairs")
+
+
+def row_attr(terms: dict[int, int] | Sequence[tuple[int, int]],
+             threshold: Fraction | int | float) -> RowAttr:
+    items = sorted(terms.items()) if isinstance(terms, dict) else list(terms)
+    return RowAttr([(i, w) for i, w in items if w != 0], threshold)
+
+
+# ------------------------------------------------------------ custom directives
+
+def _end_print(state: PrintingState) -> None:
+    state.should_emit_space = True
+    state.last_was_punctuation = False
+
+
+def _parse_range(parser: Parser, opened: bool = False) -> tuple[int, int]:
+    """`[lo, hi)` (`opened`: the `[` is already consumed)."""
+    if not opened:
+        parser.parse_punctuation("[")
+    lo = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    parser.parse_punctuation(",")
+    hi = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    parser.parse_punctuation(")")
+    return lo, hi
+
+
+def _spell_ranges(flat: Sequence[int]) -> str:
+    return " ".join(f"[{flat[i]}, {flat[i + 1]})" for i in range(0, len(flat), 2))
+
+
+def _parse_ranges(parser: Parser) -> list[int]:
+    flat = list(_parse_range(parser))
+    while parser.parse_optional_punctuation("[") is not None:
+        flat += _parse_range(parser, opened=True)
+    return flat
+
+
+def ranges_of(coords: Sequence[int]) -> list[int]:
+    """Coordinates → flat `[lo, hi, lo, hi, ...]` of maximal runs."""
+    flat: list[int] = []
+    for c in coords:
+        if flat and flat[-1] == c:
+            flat[-1] = c + 1
+        else:
+            flat += [c, c + 1]
+    return flat
+
+
+def coords_of(flat: Sequence[int]) -> list[int]:
+    return [c for i in range(0, len(flat), 2) for c in range(flat[i], flat[i + 1])]
+
+
+@irdl_custom_directive
+class Ranges(CustomDirective):
+    """Residual coordinates as half-open ranges: `[4, 8) [12, 14)`."""
+
+    coords: AttributeVariable
+
+    def is_anchorable(self) -> bool:
+        return True
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.coords.get(op) is not None
+
+    def set_empty(self, state: ParsingState) -> None:
+        pass
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.coords.set(state, _dense(_parse_ranges(parser)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        coords = self.coords.get(op)
+        assert isinstance(coords, DenseArrayBase)
+        printer.print_string(_spell_ranges(coords.get_values()))
+        _end_print(state)
+
+
+@irdl_custom_directive
+class Slice(CustomDirective):
+    """`[lo, hi)`: a range of bits."""
+
+    lo: AttributeVariable
+    hi: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        lo, hi = _parse_range(parser)
+        self.lo.set(state, _i64(lo))
+        self.hi.set(state, _i64(hi))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        lo, hi = self.lo.get(op), self.hi.get(op)
+        assert isinstance(lo, IntegerAttr) and isinstance(hi, IntegerAttr)
+        printer.print_string(f"[{lo.value.data}, {hi.value.data})")
+        _end_print(state)
+
+
+@irdl_custom_directive
+class Keyword(CustomDirective):
+    """A string property printed as a bare word: `binary`, `onehot`, `mlp`."""
+
+    word: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.word.set(state, StringAttr(parser.parse_identifier(context_msg=" keyword")))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        word = self.word.get(op)
+        assert isinstance(word, StringAttr)
+        printer.print_string(word.data)
+        _end_print(state)
+
+
+@irdl_custom_directive
+class Rows(CustomDirective):
+    """Threshold rows: `[{0 = 1, 4 = -2} >= 3, {} >= 0.5]`."""
+
+    rows: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        def term() -> tuple[int, int]:
+            index = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            parser.parse_punctuation("=")
+            weight = parser.parse_integer(allow_boolean=False, allow_negative=True)
+            return index, weight
+
+        def one() -> RowAttr:
+            terms = parser.parse_comma_separated_list(parser.Delimiter.BRACES, term)
+            parser.parse_punctuation(">")
+            parser.parse_punctuation("=")
+            pos = parser.pos
+            value = parser.parse_number(allow_boolean=False)
+            t = Fraction(value)
+            if (t * 2).denominator != 1:
+                parser.raise_error(f"threshold {value} is not a multiple of 1/2", pos)
+            return RowAttr(terms, t)
+
+        rows = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, one)
+        self.rows.set(state, ArrayAttr(rows))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        rows = self.rows.get(op)
+        assert isinstance(rows, ArrayAttr)
+        printer.print_string("[" + ", ".join(r.row().spelled() for r in rows.data) + "]")
+        _end_print(state)
+
+
+@irdl_custom_directive
+class Placement(CustomDirective):
+    """Where the scheduler put an op:
+    `at layer 2 mlp neurons [1, 9) coords [40, 44)` or `at layer 1 attn head 3 coords [8, 16)`."""
+
+    layer: AttributeVariable
+    half: AttributeVariable
+    head: AttributeVariable
+    neurons: AttributeVariable
+    coords: AttributeVariable
+
+    def is_anchorable(self) -> bool:
+        return True
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.layer.get(op) is not None
+
+    def set_empty(self, state: ParsingState) -> None:
+        pass
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        parser.parse_keyword("layer")
+        self.layer.set(state, _i64(parser.parse_integer(allow_boolean=False,
+                                                        allow_negative=False)))
+        pos = parser.pos
+        half = parser.parse_identifier(context_msg=" layer half (attn, mlp)")
+        if half not in HALVES:
+            parser.raise_error(f"expected a layer half (attn, mlp), got '{half}'", pos)
+        self.half.set(state, StringAttr(half))
+        if parser.parse_optional_keyword("head") is not None:
+            self.head.set(state, _i64(parser.parse_integer(allow_boolean=False,
+                                                           allow_negative=False)))
+        if parser.parse_optional_keyword("neurons") is not None:
+            lo, hi = _parse_range(parser)
+            self.neurons.set(state, _dense([lo, hi]))
+        if parser.parse_optional_keyword("coords") is not None:
+            self.coords.set(state, _dense(_parse_ranges(parser)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        layer, half = self.layer.get(op), self.half.get(op)
+        assert isinstance(layer, IntegerAttr) and isinstance(half, StringAttr)
+        text = f"layer {layer.value.data} {half.data}"
+        head = self.head.get(op)
+        if isinstance(head, IntegerAttr):
+            text += f" head {head.value.data}"
+        neurons = self.neurons.get(op)
+        if isinstance(neurons, DenseArrayBase):
+            lo, hi = neurons.get_values()
+            text += f" neurons [{lo}, {hi})"
+        coords = self.coords.get(op)
+        if isinstance(coords, DenseArrayBase):
+            text += " coords " + _spell_ranges(coords.get_values())
+        printer.print_string(text)
+        _end_print(state)
+
+
+# -------------------------------------------------------------------------- ops
+
+class TensorOp(IRDLOperation):
+    """Common base of the ops inside a `tensor.program`."""
+
+
+class PlacedOp(TensorOp):
+    """An op the scheduler places in a layer half (`layer`, `half`)."""
+
+    layer = opt_prop_def(IntegerAttr[I64])
+    half = opt_prop_def(StringAttr)
+
+    @property
+    def placed_layer(self) -> int | None:
+        return None if self.layer is None else self.layer.value.data
+
+    @property
+    def placed_half(self) -> str | None:
+        return None if self.half is None else self.half.data
+
+    def place(self, layer: int, half: str) -> None:
+        self.properties["layer"] = _i64(layer)
+        self.properties["half"] = StringAttr(half)
+
+    def unplace(self) -> None:
+        for name in ("layer", "half", "head", "neurons", "coords"):
+            self.properties.pop(name, None)
+
+    def _verify_half(self, want: str) -> None:
+        if (self.layer is None) != (self.half is None):
+            raise VerifyException(f"{self.name}: a placement needs both a layer and a half")
+        if self.half is not None and self.half.data != want:
+            raise VerifyException(f"{self.name} runs in the {want} half of a layer, "
+                                  f"not the {self.half.data} half")
+
+
+def _coords_prop(op: Operation) -> list[int] | None:
+    coords = op.properties.get("coords")
+    return None if coords is None else coords_of(coords.get_values())  # type: ignore[union-attr]
+
+
+def _check_coords(op: Operation, width: int) -> None:
+    coords = _coords_prop(op)
+    if coords is not None and len(coords) != width:
+        raise VerifyException(f"{op.name}: {plural(len(coords), 'coordinate')} placed for "
+                              f"{plural(width, 'bit')}")
+
+
+@irdl_op_definition
+class InputOp(TensorOp):
+    """Bits the token embedding provides: `%a = tensor.input "a" : !tensor.bits<32>`
+    (after scheduling: `tensor.input "a" coords [1, 33) : !tensor.bits<32>`)."""
+
+    name = "tensor.input"
+    input_name = prop_def(StringAttr)
+    coords = opt_prop_def(DenseArrayBase.constr(i64))
+    result = result_def(BitsType)
+    custom_directives = (Ranges,)
+    assembly_format = "$input_name (`coords` custom<Ranges>($coords)^)? attr-dict `:` type($result)"
+
+    def __init__(self, name: str, width: int):
+        super().__init__(properties={"input_name": StringAttr(name)}, result_types=[bits(width)])
+
+    def verify_(self) -> None:
+        _check_coords(self, width_of(self.result))
+
+
+@irdl_op_definition
+class OutputOp(TensorOp):
+    """Bits the step produces: `tensor.output "sum" %s : !tensor.bits<32>`."""
+
+    name = "tensor.output"
+    output_name = prop_def(StringAttr)
+    value = operand_def(BitsType)
+    assembly_format = "$output_name $value attr-dict `:` type($value)"
+
+    def __init__(self, name: str, value: SSAValue):
+        super().__init__(properties={"output_name": StringAttr(name)}, operands=[value])
+
+
+@irdl_op_definition
+class SliceOp(TensorOp):
+    """A range of bits, free (a view of coordinates):
+    `%lo = tensor.slice %a [0, 4) : !tensor.bits<32> -> !tensor.bits<4>`."""
+
+    name = "tensor.slice"
+    input = operand_def(BitsType)
+    lo = prop_def(IntegerAttr[I64])
+    hi = prop_def(IntegerAttr[I64])
+    result = result_def(BitsType)
+    custom_directives = (Slice,)
+    assembly_format = "$input custom<Slice>($lo, $hi) attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, value: SSAValue, lo: int, hi: int):
+        super().__init__(operands=[value], properties={"lo": _i64(lo), "hi": _i64(hi)},
+                         result_types=[bits(hi - lo)])
+
+    def verify_(self) -> None:
+        lo, hi = self.lo.value.data, self.hi.value.data
+        if not 0 <= lo < hi <= width_of(self.input):
+            raise VerifyException(f"tensor.slice [{lo}, {hi}) is outside "
+                                  f"!tensor.bits<{width_of(self.input)}>")
+        if width_of(self.result) != hi - lo:
+            raise VerifyException(f"tensor.slice [{lo}, {hi}) gives {hi - lo} bits, not "
+                                  f"{width_of(self.result)}")
+
+
+@irdl_op_definition
+class ConcatOp(TensorOp):
+    """Bits side by side, free (a view of coordinates):
+    `%ab = tensor.concat %a, %b : !tensor.bits<4>, !tensor.bits<4> -> !tensor.bits<8>`."""
+
+    name = "tensor.concat"
+    inputs = var_operand_def(BitsType)
+    result = result_def(BitsType)
+    assembly_format = "$inputs attr-dict `:` type($inputs) `->` type($result)"
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=[list(values)],
+                         result_types=[bits(sum(width_of(v) for v in values))])
+
+    def verify_(self) -> None:
+        total = sum(width_of(v) for v in self.inputs)
+        if total != width_of(self.result):
+            raise VerifyException(f"tensor.concat of {total} bits gives "
+                                  f"!tensor.bits<{width_of(self.result)}>")
+
+
+@irdl_op_definition
+class ThresholdOp(PlacedOp):
+    """A group of SwiGLU neurons in an MLP half; output bit j is
+    `[Σ_i w_ji·x_i ≥ t_j]` over the operands' bits x (concatenated, 0/1):
+
+        %c = tensor.threshold %a, %b [{0 = 1, 4 = 1} >= 2, {0 = 1, 4 = 1} >= 1]
+            : !tensor.bits<4>, !tensor.bits<4> -> !tensor.bits<2>
+
+    Weights are integers, thresholds integers or halves. Each row costs 0, 1 or
+    2 neurons (`ThresholdRow.gadget`); after scheduling:
+    `... at layer 0 mlp neurons [1, 4) coords [9, 11) : ...`.
+    """
+
+    name = "tensor.threshold"
+    inputs = var_operand_def(BitsType)
+    rows = prop_def(ArrayAttr[RowAttr])
+    neurons = opt_prop_def(DenseArrayBase.constr(i64))
+    coords = opt_prop_def(DenseArrayBase.constr(i64))
+    head = opt_prop_def(IntegerAttr[I64])
+    result = result_def(BitsType)
+    custom_directives = (Rows, Placement)
+    assembly_format = (
+        "$inputs custom<Rows>($rows) "
+        "(`at` custom<Placement>($layer, $half, $head, $neurons, $coords)^)? "
+        "attr-dict `:` type($inputs) `->` type($result)")
+
+    def __init__(self, values: Sequence[SSAValue], rows: Sequence[RowAttr]):
+        super().__init__(operands=[list(values)],
+                         properties={"rows": ArrayAttr(list(rows))},
+                         result_types=[bits(len(rows))])
+
+    def row_list(self) -> list[ThresholdRow]:
+        cached = getattr(self, "_rows_cache", None)
+        rows_attr = self.rows
+        if cached is None or cached[0] is not rows_attr:
+            cached = (rows_attr, [r.row() for r in rows_attr.data])
+            object.__setattr__(self, "_rows_cache", cached)
+        return cached[1]
+
+    def neuron_count(self) -> int:
+        return sum(r.gadget().count for r in self.row_list())
+
+    def verify_(self) -> None:
+        n_in = sum(width_of(v) for v in self.inputs)
+        rows = self.row_list()
+        if len(rows) != width_of(self.result):
+            raise VerifyException(f"tensor.threshold has {plural(len(rows), 'row')} for "
+                                  f"{plural(width_of(self.result), 'output bit')}")
+        for j, row in enumerate(rows):
+            seen = set()
+            for i, _ in row.terms:
+                if not 0 <= i < n_in:
+                    raise VerifyException(f"row {j} reads bit {i}; the operands have "
+                                          f"{plural(n_in, 'bit')}")
+                if i in seen:
+                    raise VerifyException(f"row {j} reads bit {i} twice")
+                seen.add(i)
+            row.gadget()  # range check
+        self._verify_half("mlp")
+        if self.head is not None:
+            raise VerifyException("tensor.threshold runs in an MLP half: no head")
+        if self.neurons is not None:
+            lo, hi = self.neurons.get_values()
+            if hi - lo != self.neuron_count():
+                raise VerifyException(f"tensor.threshold needs {self.neuron_count()} neurons, "
+                                      f"placed on [{lo}, {hi})")
+        _check_coords(self, width_of(self.result))
+
+
+@irdl_op_definition
+class MemoryOp(PlacedOp):
+    """A key–value memory: one Gated DeltaNet head of one layer, `slots` rows of
+    `width` bits (≤ 64), every row empty (all-zero bits) at the start:
+
+        tensor.memory @regs slots 16 width 64
+        tensor.memory @regs slots 16 width 64 at layer 1 attn head 0     (scheduled)
+    """
+
+    name = "tensor.memory"
+    sym_name = prop_def(SymbolNameConstraint())
+    slots = prop_def(IntegerAttr[I64])
+    width = prop_def(IntegerAttr[I64])
+    head = opt_prop_def(IntegerAttr[I64])
+    neurons = opt_prop_def(DenseArrayBase.constr(i64))
+    coords = opt_prop_def(DenseArrayBase.constr(i64))
+    traits = traits_def(SymbolOpInterface())
+    custom_directives = (Placement,)
+    assembly_format = (
+        "$sym_name `slots` $slots `width` $width "
+        "(`at` custom<Placement>($layer, $half, $head, $neurons, $coords)^)? attr-dict")
+
+    def __init__(self, name: str, slots: int, width: int):
+        super().__init__(properties={"sym_name": StringAttr(name), "slots": _i64(slots),
+                                     "width": _i64(width)})
+
+    @property
+    def memory_name(self) -> str:
+        return self.sym_name.data
+
+    @property
+    def n_slots(self) -> int:
+        return self.slots.value.data
+
+    @property
+    def n_width(self) -> int:
+        return self.width.value.data
+
+    def key_width(self, kind: str) -> int:
+        return self.n_slots if kind == "onehot" else max(1, (self.n_slots - 1).bit_length())
+
+    def verify_(self) -> None:
+        if not 1 <= self.n_slots <= MAX_MEMORY_SLOTS:
+            raise VerifyException(f"memory @{self.memory_name} has {self.n_slots} slots; a head "
+                                  f"holds 1 to {MAX_MEMORY_SLOTS}")
+        if not 1 <= self.n_width <= MAX_MEMORY_WIDTH:
+            raise VerifyException(f"memory @{self.memory_name} rows of {self.n_width} bits; a "
+                                  f"head row holds 1 to {MAX_MEMORY_WIDTH}")
+        self._verify_half("attn")
+        if (self.layer is None) != (self.head is None):
+            raise VerifyException(f"memory @{self.memory_name}: a placement names the head")
+        if self.neurons is not None or self.coords is not None:
+            raise VerifyException(f"memory @{self.memory_name} owns no neurons or coordinates")
+
+
+class _KvOp(PlacedOp):
+    memory = prop_def(SymbolRefAttr)
+    key_kind = prop_def(StringAttr)
+    head = opt_prop_def(IntegerAttr[I64])
+    neurons = opt_prop_def(DenseArrayBase.constr(i64))
+    coords = opt_prop_def(DenseArrayBase.constr(i64))
+
+    @property
+    def memory_name(self) -> str:
+        return self.memory.root_reference.data
+
+    def memory_op(self) -> MemoryOp:
+        program = self.parent_op()
+        assert isinstance(program, ProgramOp)
+        mem = program.memories().get(self.memory_name)
+        if mem is None:
+            raise VerifyException(f"{self.name}: no tensor.memory @{self.memory_name} in "
+                                  "the program")
+        return mem
+
+    def _verify_access(self, key: SSAValue, enable: SSAValue | None) -> MemoryOp:
+        kind = self.key_kind.data
+        if kind not in KEY_KINDS:
+            raise VerifyException(f"{self.name}: key kind '{kind}' (expected onehot or binary)")
+        mem = self.memory_op()
+        want = mem.key_width(kind)
+        if width_of(key) != want:
+            raise VerifyException(f"{self.name}: a {kind} key of memory @{mem.memory_name} "
+                                  f"({mem.n_slots} slots) has {plural(want, 'bit')}, got "
+                                  f"{width_of(key)}")
+        if enable is not None and width_of(enable) != 1:
+            raise VerifyException(f"{self.name}: the enable is one bit")
+        self._verify_half("attn")
+        if self.neurons is not None:
+            raise VerifyException(f"{self.name} owns no neurons")
+        return mem
+
+
+@irdl_op_definition
+class KvWriteOp(_KvOp):
+    """Write a memory row: `tensor.kv_write @m[binary %addr], %v if %en : !tensor.bits<4>,
+    !tensor.bits<8>, !tensor.bits<1>`.
+
+    The key is `binary` (an address) or `onehot` (one bit per slot; all zero
+    writes nothing, two or more ones are undefined). An address ≥ slots, or a
+    cleared enable bit, writes nothing."""
+
+    name = "tensor.kv_write"
+    key = operand_def(BitsType)
+    value = operand_def(BitsType)
+    enable = opt_operand_def(BitsType)
+    custom_directives = (Keyword, Placement)
+    assembly_format = (
+        "$memory `[` custom<Keyword>($key_kind) $key `]` `,` $value (`if` $enable^)? "
+        "(`at` custom<Placement>($layer, $half, $head, $neurons, $coords)^)? "
+        "attr-dict `:` type($key) `,` type($value) (`,` type($enable)^)?")
+
+    def __init__(self, memory: str, kind: str, key: SSAValue, value: SSAValue,
+                 enable: SSAValue | None = None):
+        super().__init__(operands=[key, value, [enable] if enable is not None else []],
+                         properties={"memory": SymbolRefAttr(memory),
+                                     "key_kind": StringAttr(kind)})
+
+    def verify_(self) -> None:
+        mem = self._verify_access(self.key, self.enable)
+        if width_of(self.value) != mem.n_width:
+            raise VerifyException(f"tensor.kv_write of {plural(width_of(self.value), 'bit')} "
+                                  f"into rows of {mem.n_width} (memory @{mem.memory_name})")
+        if self.coords is not None:
+            raise VerifyException("tensor.kv_write produces no coordinates")
+
+
+@irdl_op_definition
+class KvReadOp(_KvOp):
+    """Read a memory row: `%v = tensor.kv_read @m[onehot %q] : !tensor.bits<16> ->
+    !tensor.bits<8>`. Sees the write of the same token. An empty slot, an
+    address ≥ slots, an all-zero one-hot query or a cleared enable bit read as
+    zero bits. Scheduled, `coords` are the result's coordinates; they hold −1
+    (bit 0) when the token enters the layer."""
+
+    name = "tensor.kv_read"
+    key = operand_def(BitsType)
+    enable = opt_operand_def(BitsType)
+    result = result_def(BitsType)
+    custom_directives = (Keyword, Placement)
+    assembly_format = (
+        "$memory `[` custom<Keyword>($key_kind) $key `]` (`if` $enable^)? "
+        "(`at` custom<Placement>($layer, $half, $head, $neurons, $coords)^)? "
+        "attr-dict `:` type($key) (`,` type($enable)^)? `->` type($result)")
+
+    def __init__(self, memory: str, kind: str, key: SSAValue, width: int,
+                 enable: SSAValue | None = None):
+        super().__init__(operands=[key, [enable] if enable is not None else []],
+                         properties={"memory": SymbolRefAttr(memory),
+                                     "key_kind": StringAttr(kind)},
+                         result_types=[bits(width)])
+
+    def verify_(self) -> None:
+        mem = self._verify_access(self.key, self.enable)
+        if width_of(self.result) != mem.n_width:
+            raise VerifyException(f"tensor.kv_read gives rows of {mem.n_width} bits "
+                                  f"(memory @{mem.memory_name}), not "
+                                  f"{width_of(self.result)}")
+        _check_coords(self, width_of(self.result))
+
+
+@irdl_op_definition
+class PadOp(PlacedOp):
+    """A pad coordinate: never read, it keeps every token's `sum(h²)` at
+    `64·hidden`. `tensor.pad 700 = 255` holds 255 throughout; `tensor.pad 701 = 5
+    -> 4 at layer 0 mlp` drops from 5 to 4 in that MLP half, balancing the
+    5² − 4² = 9 fresh ±1 bits the half writes. Added by the scheduler."""
+
+    name = "tensor.pad"
+    coord = prop_def(IntegerAttr[I64])
+    value = prop_def(IntegerAttr[I64])
+    new_value = opt_prop_def(IntegerAttr[I64])
+    custom_directives = (Keyword,)
+    assembly_format = ("$coord `=` $value (`->` $new_value^ `at` `layer` $layer "
+                       "custom<Keyword>($half))? attr-dict")
+
+    def __init__(self, coord: int, value: int, new_value: int | None = None,
+                 layer: int | None = None):
+        props: dict[str, Attribute] = {"coord": _i64(coord), "value": _i64(value)}
+        if new_value is not None:
+            assert layer is not None
+            props.update(new_value=_i64(new_value), layer=_i64(layer), half=StringAttr("mlp"))
+        super().__init__(properties=props)
+
+    def verify_(self) -> None:
+        self._verify_half("mlp")
+        if (self.new_value is None) != (self.layer is None):
+            raise VerifyException("tensor.pad: a changing pad names its layer")
+        for v in (self.value, self.new_value):
+            if v is not None and not 0 <= v.value.data <= MAX_ACTIVE_GATE:
+                raise VerifyException(f"tensor.pad value {v.value.data} is outside "
+                                      f"[0, {MAX_ACTIVE_GATE}] (exact in bfloat16)")
+
+
+@irdl_op_definition
+class ProgramOp(IRDLOperation):
+    """One step of the machine, as bit-level ops in dataflow order:
+
+        tensor.program @step { ... }
+        tensor.program @step layers 3 hidden 1024 intermediate 3584 heads 16 { ... }
+
+    The second form is scheduled (`tensor-schedule-layers`): `layers` stock
+    decoder layers for a config of that hidden size, at most `intermediate`
+    MLP neurons and `heads` linear-attention heads per layer. Coordinate 0 is
+    the flag (8 on every GPU token, exactly 1 after each RMSNorm); neuron 0 of
+    every MLP half that computes is the constant neuron (output exactly 1).
+    """
+
+    name = "tensor.program"
+    sym_name = prop_def(SymbolNameConstraint())
+    layers = opt_prop_def(IntegerAttr[I64])
+    hidden = opt_prop_def(IntegerAttr[I64])
+    intermediate = opt_prop_def(IntegerAttr[I64])
+    heads = opt_prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator(), IsolatedFromAbove(), SymbolOpInterface(), SymbolTable())
+    assembly_format = (
+        "$sym_name (`layers` $layers^ `hidden` $hidden `intermediate` $intermediate "
+        "`heads` $heads)? attr-dict-with-keyword $body")
+
+    FLAG: ClassVar[int] = 0
+    LIMITS: ClassVar[tuple[str, ...]] = ("layers", "hidden", "intermediate", "heads")
+
+    def __init__(self, name: str, ops: Sequence[Operation] = ()):
+        super().__init__(properties={"sym_name": StringAttr(name)},
+                         regions=[Region(Block(list(ops)))])
+
+    @property
+    def program_name(self) -> str:
+        return self.sym_name.data
+
+    @property
+    def scheduled(self) -> bool:
+        return self.layers is not None
+
+    def limit(self, name: str) -> int | None:
+        attr = getattr(self, name)
+        return None if attr is None else attr.value.data
+
+    def set_limit(self, name: str, value: int) -> None:
+        self.properties[name] = _i64(value)
+
+    def ops(self) -> list[Operation]:
+        return list(self.body.block.ops)
+
+    def memories(self) -> dict[str, MemoryOp]:
+        return {op.memory_name: op for op in self.body.block.ops if isinstance(op, MemoryOp)}
+
+    def inputs(self) -> list[InputOp]:
+        return [op for op in self.body.block.ops if isinstance(op, InputOp)]
+
+    def outputs(self) -> list[OutputOp]:
+        return [op for op in self.body.block.ops if isinstance(op, OutputOp)]
+
+    def pads(self) -> list[PadOp]:
+        return [op for op in self.body.block.ops if isinstance(op, PadOp)]
+
+    def verify_(self) -> None:
+        name = self.program_name
+        names: dict[str, set[str]] = {"input": set(), "output": set()}
+        access: dict[tuple[str, str], Operation] = {}
+        for op in self.body.block.ops:
+            if not isinstance(op, TensorOp):
+                raise VerifyException(f"'{op.name}' cannot appear in tensor.program @{name}")
+            if isinstance(op, InputOp | OutputOp):
+                kind = "input" if isinstance(op, InputOp) else "output"
+                label = (op.input_name if isinstance(op, InputOp) else op.output_name).data
+                if label in names[kind]:
+                    raise VerifyException(f"tensor.program @{name} has two {kind}s named "
+                                          f"'{label}'")
+                names[kind].add(label)
+            if isinstance(op, KvWriteOp | KvReadOp):
+                kind = "write" if isinstance(op, KvWriteOp) else "read"
+                key = (op.memory_name, kind)
+                if key in access:
+                    raise VerifyException(
+                        f"memory @{op.memory_name} is {kind}-accessed twice in one step; a head "
+                        f"takes one write and one read per token")
+                if kind == "write" and (op.memory_name, "read") in access:
+                    raise VerifyException(
+                        f"memory @{op.memory_name}: the kv_write must come before the kv_read "
+                        "(the read sees the write of the same token)")
+                access[key] = op
+        if self.scheduled:
+            for limit in self.LIMITS:
+                if getattr(self, limit) is None:
+                    raise VerifyException(f"tensor.program @{name}: a schedule records "
+                                          f"layers, hidden, intermediate and heads")
+            self._verify_schedule()
+
+    def _verify_schedule(self) -> None:
+        """Every op placed, within the limits, without collisions."""
+        name = self.program_name
+        n_layers, hidden = self.limit("layers"), self.limit("hidden")
+        inter, heads = self.limit("intermediate"), self.limit("heads")
+        assert n_layers is not None and hidden is not None and inter is not None \
+            and heads is not None
+        owner: dict[int, str] = {self.FLAG: "the flag"}
+        heads_used: dict[tuple[int, int], str] = {}
+        neurons_used: dict[int, list[tuple[int, int, str]]] = {}
+
+        def claim(coords: Iterable[int], who: str) -> None:
+            for c in coords:
+                if not 0 <= c < hidden:
+                    raise VerifyException(f"{who} is placed on coordinate {c}, outside "
+                                          f"hidden {hidden}")
+                if c in owner:
+                    raise VerifyException(f"{who} and {owner[c]} share coordinate {c}")
+                owner[c] = who
+
+        for op in self.body.block.ops:
+            if isinstance(op, SliceOp | ConcatOp | OutputOp):
+                continue
+            who = op.name
+            if isinstance(op, PadOp):
+                claim([op.coord.value.data], f"tensor.pad {op.coord.value.data}")
+                if op.layer is not None and not 0 <= op.layer.value.data < n_layers:
+                    raise VerifyException(f"tensor.pad {op.coord.value.data} changes in layer "
+                                          f"{op.layer.value.data} of {n_layers}")
+                continue
+            if isinstance(op, InputOp):
+                if op.coords is None:
+                    raise VerifyException(f"input '{op.input_name.data}' of scheduled program "
+                                          f"@{name} has no coordinates")
+                claim(_coords_prop(op) or [], f"input '{op.input_name.data}'")
+                continue
+            if isinstance(op, KvWriteOp):
+                continue  # placed through its memory
+            assert isinstance(op, PlacedOp)
+            layer = op.placed_layer
+            if layer is None:
+                raise VerifyException(f"{who} of scheduled program @{name} is not placed")
+            if not 0 <= layer < n_layers:
+                raise VerifyException(f"{who} is placed in layer {layer} of {n_layers}")
+            if isinstance(op, MemoryOp):
+                assert op.head is not None
+                head = op.head.value.data
+                if not 0 <= head < heads:
+                    raise VerifyException(f"memory @{op.memory_name} is placed on head {head} "
+                                          f"of {heads}")
+                if (layer, head) in heads_used:
+                    raise VerifyException(f"memory @{op.memory_name} and "
+                                          f"{heads_used[(layer, head)]} share head {head} of "
+                                          f"layer {layer}")
+                heads_used[(layer, head)] = f"memory @{op.memory_name}"
+            if isinstance(op, KvReadOp):
+                mem = op.memory_op()
+                if op.placed_layer != mem.placed_layer or op.head is None or \
+                        mem.head is None or op.head.value.data != mem.head.value.data:
+                    raise VerifyException(f"tensor.kv_read of @{mem.memory_name} is not placed "
+                                          "on its memory's layer and head")
+                if op.coords is None:
+                    raise VerifyException(f"tensor.kv_read of @{mem.memory_name} has no "
+                                          "coordinates")
+                claim(_coords_prop(op) or [], f"the kv_read of @{mem.memory_name}")
+            if isinstance(op, ThresholdOp):
+                if op.neurons is None or op.coords is None:
+                    raise VerifyException("a scheduled tensor.threshold names its neurons and "
+                                          "coordinates")
+                lo, hi = op.neurons.get_values()
+                if lo < 1 or hi > inter:
+                    raise VerifyException(f"tensor.threshold neurons [{lo}, {hi}) are outside "
+                                          f"[1, {inter}) (neuron 0 is the constant)")
+                for a, b, other in neurons_used.get(layer, []):
+                    if lo < b and a < hi:
+                        raise VerifyException(f"tensor.threshold neurons [{lo}, {hi}) overlap "
+                                              f"{other} in layer {layer}")
+                neurons_used.setdefault(layer, []).append((lo, hi, f"neurons [{lo}, {hi})"))
+                claim(_coords_prop(op) or [], f"tensor.threshold neurons [{lo}, {hi}) of "
+                      f"layer {layer}")
+        for op in self.body.block.ops:
+            if isinstance(op, KvWriteOp):
+                mem = op.memory_op()
+                if mem.layer is None:
+                    raise VerifyException(f"memory @{mem.memory_name} of scheduled program "
+                                          f"@{name} is not placed")
+                if op.placed_layer != mem.placed_layer or op.head is None or \
+                        mem.head is None or op.head.value.data != mem.head.value.data:
+                    raise VerifyException(f"tensor.kv_write of @{mem.memory_name} is not "
+                                          "placed on its memory's layer and head")
+
+
+def programs_of(root: Operation) -> list[ProgramOp]:
+    return [op for op in root.walk() if isinstance(op, ProgramOp)]
+
+
+TENSOR = Dialect(
+    "tensor",
+    [ProgramOp, InputOp, OutputOp, SliceOp, ConcatOp, ThresholdOp, MemoryOp, KvWriteOp,
+     KvReadOp, PadOp],
+    [BitsType, RowAttr],
+)

@@ -1,0 +1,264 @@
+"""`tensor-schedule-layers{hidden=2048 intermediate=6144 heads=16}`: place a
+`tensor.program` on a stack of Qwen3.5 linear-attention decoder layers.
+
+The layer stack is a sequence of halves `attn 0, mlp 0, attn 1, mlp 1, ...`;
+every value is ready after the half that produces it (program inputs before
+the first). List scheduling, in dataflow order, each unit as early as its
+operands and the half's resources allow:
+
+- a `tensor.threshold` goes to the first MLP half after all its operands,
+  whose neurons (`intermediate`, neuron 0 being the constant neuron) still
+  hold its gadgets;
+- a `tensor.memory` with its `kv_write` and `kv_read` goes to the first
+  attention half after all their operands (key, value, query, enables) that
+  has a free head (`heads`); the read's bits are ready after that half, so an
+  MLP of the same layer may consume them.
+
+Residual coordinates are then allocated without reuse: coordinate 0 is the
+flag, then the inputs, the kv_read results (which hold −1 until their layer
+writes them), the threshold outputs in program order, and the pads
+(`tensor.pad`): each MLP half that writes n fresh ±1 bits lowers pads with
+Σ (P² − P'²) = n, and constant pads fill `sum(h²)` up to `64·hidden` so
+every RMSNorm scale is exactly 1/8. Running out of coordinates, neurons or
+heads is an error that names the limit and the amount.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from qgc.dialects import tensor as T
+
+#: Largest pad value (exact in bfloat16, and x = P/8 stays exact).
+MAX_PAD = T.MAX_ACTIVE_GATE
+
+
+def pad_parts(n: int) -> list[tuple[int, int]]:
+    """Pads (P, P') with Σ (P² − P'²) = n, every P ≤ 256: an odd part r is
+    ((r+1)/2)² − ((r−1)/2)², a part r ≡ 0 (mod 4) is (r/4+1)² − (r/4−1)²
+    (r ≡ 2 mod 4 is no difference of squares: split off a 1)."""
+    parts = []
+    while n > 0:
+        if n % 4 == 2:
+            r = 1
+        elif n % 2:
+            r = min(n, 2 * MAX_PAD - 1)
+        else:
+            r = min(n, 4 * (MAX_PAD - 1))
+        parts.append(((r + 1) // 2, (r - 1) // 2) if r % 2 else (r // 4 + 1, r // 4 - 1))
+        n -= r
+    return parts
+
+
+def filler_pads(energy: int) -> list[int]:
+    """Constant pads whose squares sum to `energy` (greedy, each ≤ 256)."""
+    pads = []
+    while energy > 0:
+        s = min(MAX_PAD, math.isqrt(energy))
+        pads.append(s)
+        energy -= s * s
+    return pads
+
+
+@dataclass
+class _Unit:
+    """What the scheduler places at once: a threshold op, or a memory with its accesses."""
+
+    ops: list[Operation]
+    deps: list[SSAValue]
+    memory: T.MemoryOp | None = None
+    half: int = -1
+
+
+@dataclass
+class _Resources:
+    neurons: dict[int, int] = field(default_factory=dict)   # mlp half -> next free neuron
+    heads: dict[int, int] = field(default_factory=dict)     # attn half -> next free head
+
+
+class ScheduleError(DiagnosticException):
+    pass
+
+
+def _fail(program: T.ProgramOp, message: str) -> ScheduleError:
+    return ScheduleError(f"error: tensor program '{program.program_name}' {message}")
+
+
+def strip_schedule(program: T.ProgramOp) -> None:
+    """Forget an earlier schedule: placements, coordinates, pads, limits."""
+    for op in program.ops():
+        if isinstance(op, T.PadOp):
+            op.detach()
+            op.erase()
+        elif isinstance(op, T.PlacedOp):
+            op.unplace()
+        elif isinstance(op, T.InputOp):
+            op.properties.pop("coords", None)
+    for name in T.ProgramOp.LIMITS:
+        program.properties.pop(name, None)
+
+
+def _units(program: T.ProgramOp) -> list[_Unit]:
+    units: list[_Unit] = []
+    by_memory: dict[str, _Unit] = {}
+    for op in program.ops():
+        if isinstance(op, T.ThresholdOp):
+            units.append(_Unit([op], list(op.inputs)))
+        elif isinstance(op, T.MemoryOp):
+            unit = _Unit([op], [], memory=op)
+            by_memory[op.memory_name] = unit
+            units.append(unit)
+    for op in program.ops():
+        if isinstance(op, T.KvWriteOp | T.KvReadOp):
+            unit = by_memory.get(op.memory_name)
+            if unit is None:
+                raise _fail(program, f"accesses memory @{op.memory_name}, which it does not "
+                                     "declare")
+            unit.ops.append(op)
+            unit.deps += list(op.operands)
+    return units
+
+
+def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -> None:
+    strip_schedule(program)
+    ready: dict[SSAValue, int] = {}
+    for op in program.ops():
+        if isinstance(op, T.InputOp):
+            ready[op.result] = -1
+
+    def resolve_views() -> None:
+        for op in program.ops():
+            if isinstance(op, T.SliceOp | T.ConcatOp) and op.result not in ready and \
+                    all(v in ready for v in op.operands):
+                ready[op.result] = max((ready[v] for v in op.operands), default=-1)
+
+    res = _Resources()
+    pending = _units(program)
+    while pending:
+        resolve_views()
+        unit = next((u for u in pending if all(v in ready for v in u.deps)), None)
+        if unit is None:
+            raise _fail(program, "has a dataflow cycle through its memories")
+        pending.remove(unit)
+        earliest = max((ready[v] for v in unit.deps), default=-1) + 1
+        if unit.memory is None:
+            op = unit.ops[0]
+            assert isinstance(op, T.ThresholdOp)
+            need = op.neuron_count()
+            if need + 1 > intermediate:
+                raise _fail(program, f"has a tensor.threshold of {need} neurons; an MLP half "
+                                     f"has {intermediate} including the constant neuron "
+                                     "(option intermediate)")
+            half = earliest if earliest % 2 else earliest + 1
+            while res.neurons.get(half, 1) + need > intermediate:
+                half += 2
+            lo = res.neurons.get(half, 1)
+            res.neurons[half] = lo + need
+            op.place(half // 2, "mlp")
+            op.properties["neurons"] = T._dense([lo, lo + need])
+            ready[op.result] = half
+        else:
+            if heads < 1:
+                raise _fail(program, "needs a linear-attention head for memory "
+                                     f"@{unit.memory.memory_name}; the layers have none "
+                                     "(option heads)")
+            half = earliest if earliest % 2 == 0 else earliest + 1
+            while res.heads.get(half, 0) >= heads:
+                half += 2
+            head = res.heads.get(half, 0)
+            res.heads[half] = head + 1
+            for op in unit.ops:
+                assert isinstance(op, T.PlacedOp)
+                op.place(half // 2, "attn")
+                op.properties["head"] = T._i64(head)
+                if isinstance(op, T.KvReadOp):
+                    ready[op.result] = half
+        unit.half = half
+    resolve_views()
+
+    # ---------------------------------------------------------------- coordinates
+    n_layers = max([u.half // 2 for u in _units_placed(program)] + [0]) + 1
+    next_coord = T.ProgramOp.FLAG + 1
+    energy = 64  # the flag: 8²
+
+    def take(n: int) -> list[int]:
+        nonlocal next_coord
+        coords = list(range(next_coord, next_coord + n))
+        next_coord += n
+        return coords
+
+    for op in program.ops():
+        if isinstance(op, T.InputOp):
+            op.properties["coords"] = T._dense(T.ranges_of(take(T.width_of(op.result))))
+            energy += T.width_of(op.result)
+    for op in program.ops():
+        if isinstance(op, T.KvReadOp):
+            op.properties["coords"] = T._dense(T.ranges_of(take(T.width_of(op.result))))
+            energy += T.width_of(op.result)   # −1 until the read
+    fresh: dict[int, int] = {}
+    for op in program.ops():
+        if isinstance(op, T.ThresholdOp):
+            op.properties["coords"] = T._dense(T.ranges_of(take(T.width_of(op.result))))
+            layer = op.placed_layer
+            assert layer is not None
+            fresh[layer] = fresh.get(layer, 0) + T.width_of(op.result)
+    pads: list[T.PadOp] = []
+    for layer in sorted(fresh):
+        for p, p_new in pad_parts(fresh[layer]):
+            pads.append(T.PadOp(take(1)[0], p, p_new, layer))
+            energy += p * p
+    budget = 64 * hidden - energy
+    if budget < 0:
+        raise _fail(program, f"needs sum(h²) = {energy} before its first layer, more than "
+                             f"64·hidden = {64 * hidden} (option hidden)")
+    for p in filler_pads(budget):
+        pads.append(T.PadOp(take(1)[0], p))
+    if next_coord > hidden:
+        n_data = next_coord - len(pads)
+        raise _fail(program, f"needs {next_coord} residual coordinates ({n_data} for the flag "
+                             f"and bits, {len(pads)} pads), the layers have hidden {hidden} "
+                             "(option hidden)")
+    block = program.body.block
+    for pad in pads:
+        block.add_op(pad)
+    program.set_limit("layers", n_layers)
+    program.set_limit("hidden", hidden)
+    program.set_limit("intermediate", intermediate)
+    program.set_limit("heads", heads)
+
+
+def _units_placed(program: T.ProgramOp) -> list[_Unit]:
+    out = []
+    for op in program.ops():
+        if isinstance(op, T.ThresholdOp | T.MemoryOp) and op.placed_layer is not None:
+            half = 2 * op.placed_layer + (1 if op.placed_half == "mlp" else 0)
+            out.append(_Unit([op], [], half=half))
+    return out
+
+
+@dataclass(frozen=True)
+class TensorScheduleLayersPass(ModulePass):
+    name = "tensor-schedule-layers"
+
+    hidden: int = T.DEFAULT_HIDDEN
+    """Residual coordinates per token (the config's hidden_size)."""
+
+    intermediate: int = T.DEFAULT_INTERMEDIATE
+    """MLP neurons per layer (the config's intermediate_size)."""
+
+    heads: int = T.DEFAULT_HEADS
+    """Linear-attention heads per layer (the config's linear_num_value_heads)."""
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        if self.hidden < 2 or self.intermediate < 2 or self.heads < 0:
+            raise DiagnosticException("error: tensor-schedule-layers: hidden and intermediate "
+                                      "must be at least 2, heads non-negative")
+        for program in T.programs_of(op):
+            schedule(program, self.hidden, self.intermediate, self.heads)
