@@ -1,0 +1,130 @@
+"""The base model and the merged model: compiled layers in front of Qwen3.5.
+
+The base comes from a local checkpoint directory (`--base PATH` or `QGC_BASE`);
+without one, a stand-in with the 2B text config and seeded random weights is
+built and announced on stderr. `merge` builds one stock `Qwen3_5ForCausalLM`
+whose first layers are the compiled ones and whose remaining layers, norm and
+embedding rows are the base model's own tensors, unchanged in value; GPU tokens
+are extra embedding rows (tied embeddings grow with them).
+
+torch and transformers are imported here and only here (lazily by callers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+from transformers.models.qwen3_5 import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+from qgc.diagnostics import QgcError
+
+SHARED_CONFIG = "qwen3_5_2b_text_config.json"
+
+
+def default_config_path() -> Path:
+    shared = os.environ.get("QGC_SHARED")
+    root = Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared"
+    return root / SHARED_CONFIG
+
+
+def load_text_config(path: str | Path | None = None) -> Qwen3_5TextConfig:
+    """A full Qwen3.5 text config from a JSON file or a checkpoint directory
+    (the installed `Qwen3_5TextConfig()` defaults are not the 2B's)."""
+    path = Path(path) if path is not None else default_config_path()
+    if path.is_dir():
+        path = path / "config.json"
+    try:
+        data = json.loads(path.read_text())
+    except OSError as err:
+        raise QgcError(f"error: cannot read the base config '{path}': {err.strerror}", 2) from None
+    data = data.get("text_config", data)  # a multimodal checkpoint nests the text config
+    return Qwen3_5TextConfig(**{k: v for k, v in data.items() if k != "model_type"})
+
+
+def stand_in(config: Qwen3_5TextConfig, seed: int = 0,
+             dtype: torch.dtype = torch.float32) -> Qwen3_5ForCausalLM:
+    """A base model with `config` and seeded random weights, said on stderr."""
+    print(f"qgc: no base checkpoint (--base PATH or QGC_BASE): using a stand-in with "
+          f"hidden {config.hidden_size}, {config.num_hidden_layers} layers and seeded random "
+          f"weights (seed {seed})", file=sys.stderr)
+    torch.manual_seed(seed)
+    with torch.device("cpu"):
+        model = Qwen3_5ForCausalLM(config).to(dtype)
+    return model.eval()
+
+
+def load_base(path: str | Path | None, config: Qwen3_5TextConfig | None = None,
+              seed: int = 0, dtype: torch.dtype = torch.float32) -> Qwen3_5ForCausalLM:
+    """The real checkpoint at `path` (local files only), else the stand-in."""
+    if path is None:
+        return stand_in(config or load_text_config(), seed, dtype)
+    if not Path(path).is_dir():
+        raise QgcError(f"error: --base '{path}' is not a checkpoint directory", 2)
+    from transformers import AutoModelForCausalLM
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+    except (OSError, ValueError) as err:
+        raise QgcError(f"error: cannot load the base checkpoint '{path}': {err}", 2) from None
+    return model.eval()
+
+
+def merged_config(base: Qwen3_5TextConfig, compiled_layers: int,
+                  extra_rows: int) -> Qwen3_5TextConfig:
+    # A fresh config, not an edited copy: derived fields (per-layer configs for the
+    # cache) are computed at construction.
+    data = {k: v for k, v in base.to_dict().items() if k != "model_type"}
+    data["layer_types"] = ["linear_attention"] * compiled_layers + list(base.layer_types)
+    data["num_hidden_layers"] = len(data["layer_types"])
+    data["vocab_size"] = base.vocab_size + extra_rows
+    return Qwen3_5TextConfig(**data)
+
+
+def merge(base: Qwen3_5ForCausalLM, layer_states: list[dict[str, torch.Tensor]],
+          gpu_rows: torch.Tensor) -> Qwen3_5ForCausalLM:
+    """Compiled layers (state dicts of `Qwen3_5DecoderLayer`s, in order) in front of
+    `base`'s layers, `gpu_rows` appended to the (tied) embedding. The base model's
+    tensors are moved over as they are: bit-identical in the merged model. `base`
+    is consumed: its layers are renumbered for their place in the merged stack."""
+    hidden = base.config.hidden_size
+    if gpu_rows.dim() != 2 or gpu_rows.shape[1] != hidden:
+        raise QgcError(f"error: GPU token rows have shape {tuple(gpu_rows.shape)}, the base "
+                       f"model's hidden size is {hidden}", 2)
+    config = merged_config(base.config, len(layer_states), gpu_rows.shape[0])
+    with torch.device("meta"):
+        merged = Qwen3_5ForCausalLM(config)
+    dtype = base.model.embed_tokens.weight.dtype
+    compiled = _materialise_layers(merged, layer_states, dtype)
+    merged.model.layers = torch.nn.ModuleList([*compiled, *base.model.layers])
+    for layer_index, layer in enumerate(merged.model.layers):
+        _renumber(layer, layer_index)
+    merged.model.norm = base.model.norm
+    merged.model.rotary_emb = base.model.rotary_emb
+    embedding = torch.cat([base.model.embed_tokens.weight.detach(), gpu_rows.to(dtype)])
+    merged.model.embed_tokens = torch.nn.Embedding.from_pretrained(embedding, freeze=True)
+    merged.lm_head.weight = merged.model.embed_tokens.weight
+    return merged.eval()
+
+
+def _materialise_layers(merged: Qwen3_5ForCausalLM, states: list[dict[str, torch.Tensor]],
+                        dtype: torch.dtype) -> list[torch.nn.Module]:
+    layers = []
+    for index, state in enumerate(states):
+        layer = merged.model.layers[index].to_empty(device="cpu")
+        missing = set(layer.state_dict()) - set(state)
+        if missing:
+            raise QgcError(f"error: compiled layer {index} lacks {sorted(missing)[0]} "
+                           f"(and {len(missing) - 1} more)", 2)
+        layer.load_state_dict({k: v.to(dtype) for k, v in state.items()})
+        layers.append(layer.to(dtype))
+    return layers
+
+
+def _renumber(layer: torch.nn.Module, index: int) -> None:
+    """Cache slots are indexed by `layer_idx`: keep them in stack order."""
+    for module in (getattr(layer, "linear_attn", None), getattr(layer, "self_attn", None)):
+        if module is not None:
+            module.layer_idx = index
