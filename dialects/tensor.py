@@ -7,15 +7,15 @@ coordinates, each holding ±1 (bit b is stored as 2b−1). The ops have ideal
 semantics — exact arithmetic on bits, `runtime/tensor_engine.py` runs them —
 and each maps onto one half of a stock Qwen3.5 linear-attention decoder layer:
 
-    tensor.program @add4 {
+    tensor.program @step {
       %a = tensor.input "a" : !tensor.bits<4>
       %c = tensor.input "cin" : !tensor.bits<1>
-      %k = tensor.threshold %a, %c [{0 = 1, 4 = 1} >= 1, {0 = 1} >= 1]
+      %k = tensor.threshold %a, %c [{0 = 1, 4 = 1} >= 1, {0 = 1, 1 = 1} >= 2]
           : !tensor.bits<4>, !tensor.bits<1> -> !tensor.bits<2>
-      tensor.memory @m slots 16 width 8
-      tensor.kv_write @m[binary %key], %val : !tensor.bits<4>, !tensor.bits<8>
-      %r = tensor.kv_read @m[binary %key] : !tensor.bits<4> -> !tensor.bits<8>
-      tensor.output "k" %k : !tensor.bits<2>
+      tensor.memory @m slots 16 width 2
+      tensor.kv_write @m[binary %a], %k if %c : !tensor.bits<4>, !tensor.bits<2>, !tensor.bits<1>
+      %r = tensor.kv_read @m[binary %a] : !tensor.bits<4> -> !tensor.bits<2>
+      tensor.output "r" %r : !tensor.bits<2>
     }
 
 - `tensor.threshold` (MLP half): each output bit is `[Σ w·x ≥ t]` over the
@@ -32,9 +32,9 @@ and each maps onto one half of a stock Qwen3.5 linear-attention decoder layer:
 neuron range, residual coordinates, and adds `tensor.pad` ops that keep every
 token's energy `sum(h²) = 64·hidden` — the printed program is the layer budget:
 
-    %k = tensor.threshold ... at layer 0 mlp neurons [1, 4) coords [6, 8) : ...
-    tensor.memory @m slots 16 width 8 at layer 1 head 0
-    tensor.pad 40 = 2 -> 1 at layer 0 mlp
+    %k = tensor.threshold ... at layer 0 mlp neurons [1, 3) coords [8, 10) : ...
+    tensor.memory @m slots 16 width 2 at layer 1 attn head 0
+    tensor.pad 10 = 1 -> 0 at layer 0 mlp
 """
 
 from __future__ import annotations
@@ -111,6 +111,19 @@ DEFAULT_INTERMEDIATE = 6144
 DEFAULT_HEADS = 16
 
 
+def is_bf16(value: float | Fraction) -> bool:
+    """True when `value` is exactly representable in bfloat16 (8 significant bits)."""
+    if value == 0:
+        return True
+    f = Fraction(value)
+    num, den = abs(f.numerator), f.denominator
+    if den & (den - 1):
+        return False                      # not a dyadic rational
+    while num % 2 == 0:
+        num //= 2
+    return num < 256 and abs(f) < Fraction(2) ** 128
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -169,7 +182,8 @@ def width_of(value: SSAValue) -> int:
 class Gadget:
     """How one threshold output becomes SwiGLU neurons (all in bit units).
 
-    With `L = Σ w·b − T` (integer, T = ⌈t⌉) the output is `f = [L ≥ 0] =
+    With `L = Σ w·b − T` (`ThresholdRow.form`: integer, weights without a
+    common factor) the output is `f = [L ≥ 0] =
     base + Σ sign·ReLU(G)` over the neurons' gate forms `G = slope·L + offset`:
 
     - `const`:     f is constant (`base`), no neuron;
@@ -209,14 +223,35 @@ class ThresholdRow:
     def value(self, x: Sequence[int]) -> int:
         return int(sum(w * x[i] for i, w in self.terms) >= self.threshold)
 
+    def form(self) -> tuple[tuple[tuple[int, int], ...], int]:
+        """The row with its weights divided by their gcd g and the threshold
+        ⌈t/g⌉: the same function with the smallest integer L = Σ w·b − T."""
+        g = math.gcd(*(abs(w) for _, w in self.terms)) if self.terms else 1
+        return (tuple((i, w // g) for i, w in self.terms),
+                math.ceil(self.threshold / g))
+
     def range(self) -> tuple[int, int]:
-        """(min, max) of L = Σ w·b − ⌈t⌉ over all inputs."""
-        t = self.int_threshold
-        lo = sum(min(w, 0) for _, w in self.terms) - t
-        hi = sum(max(w, 0) for _, w in self.terms) - t
+        """(min, max) of L = Σ w·b − T over all inputs (`form`)."""
+        terms, t = self.form()
+        lo = sum(min(w, 0) for _, w in terms) - t
+        hi = sum(max(w, 0) for _, w in terms) - t
         return lo, hi
 
     def gadget(self) -> Gadget:
+        g = self._gadget()
+        terms, t = self.form()
+        for _, slope, offset in g.neurons:
+            # the gate weights codegen writes: 256·4·slope·w per bit, and the flag's
+            # 256·(offset + slope·(Σ w/2 − t)) (a bit is b = 4·x + x_flag/2)
+            const = 256 * (offset + slope * (Fraction(sum(w for _, w in terms), 2) - t))
+            if not is_bf16(const) or not all(is_bf16(1024 * slope * w) for _, w in terms):
+                raise VerifyException(
+                    f"threshold row {self.spelled()} needs gate weights bfloat16 cannot hold "
+                    f"exactly (constant {float(const)}): keep weights to 8 significant bits "
+                    "and the threshold within about 64 of the row's midpoint Σw/2")
+        return g
+
+    def _gadget(self) -> Gadget:
         lo, hi = self.range()
         if hi < 0:
             return Gadget("const", 0, (), lo, hi)
@@ -1076,6 +1111,55 @@ class ProgramOp(IRDLOperation):
                         mem.head is None or op.head.value.data != mem.head.value.data:
                     raise VerifyException(f"tensor.kv_write of @{mem.memory_name} is not "
                                           "placed on its memory's layer and head")
+
+
+class ProgramBuilder:
+    """Builds a `tensor.program` op by op (what lowerings and tests use):
+
+        b = ProgramBuilder("add4")
+        a, c = b.input("a", 4), b.input("cin", 1)
+        s = b.threshold([a, c], [({0: 1, 4: 1}, 1)])
+        b.output("s", s)
+        program = b.program
+    """
+
+    def __init__(self, name: str):
+        self.program = ProgramOp(name)
+        self.block = self.program.body.block
+
+    def _add(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def input(self, name: str, width: int) -> SSAValue:
+        return self._add(InputOp(name, width)).results[0]
+
+    def output(self, name: str, value: SSAValue) -> None:
+        self._add(OutputOp(name, value))
+
+    def threshold(self, inputs: Sequence[SSAValue],
+                  rows: Sequence[tuple[dict[int, int], Fraction | int | float]]) -> SSAValue:
+        """Rows as ({input bit index: weight}, threshold) over the concatenated inputs."""
+        return self._add(ThresholdOp(list(inputs), [row_attr(t, th) for t, th in rows])).results[0]
+
+    def slice(self, value: SSAValue, lo: int, hi: int) -> SSAValue:
+        return self._add(SliceOp(value, lo, hi)).results[0]
+
+    def concat(self, values: Sequence[SSAValue]) -> SSAValue:
+        return self._add(ConcatOp(list(values))).results[0]
+
+    def memory(self, name: str, slots: int, width: int) -> str:
+        self._add(MemoryOp(name, slots, width))
+        return name
+
+    def kv_write(self, memory: str, kind: str, key: SSAValue, value: SSAValue,
+                 enable: SSAValue | None = None) -> None:
+        self._add(KvWriteOp(memory, kind, key, value, enable))
+
+    def kv_read(self, memory: str, kind: str, key: SSAValue,
+                enable: SSAValue | None = None) -> SSAValue:
+        width = self.program.memories()[memory].n_width
+        return self._add(KvReadOp(memory, kind, key, width, enable)).results[0]
 
 
 def programs_of(root: Operation) -> list[ProgramOp]:

@@ -74,7 +74,6 @@ class _Unit:
     ops: list[Operation]
     deps: list[SSAValue]
     memory: T.MemoryOp | None = None
-    half: int = -1
 
 
 @dataclass
@@ -141,6 +140,7 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
 
     res = _Resources()
     pending = _units(program)
+    last_half = 0
     while pending:
         resolve_views()
         unit = next((u for u in pending if all(v in ready for v in u.deps)), None)
@@ -180,11 +180,11 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
                 op.properties["head"] = T._i64(head)
                 if isinstance(op, T.KvReadOp):
                     ready[op.result] = half
-        unit.half = half
+        last_half = max(last_half, half)
     resolve_views()
 
     # ---------------------------------------------------------------- coordinates
-    n_layers = max([u.half // 2 for u in _units_placed(program)] + [0]) + 1
+    n_layers = last_half // 2 + 1
     next_coord = T.ProgramOp.FLAG + 1
     energy = 64  # the flag: 8²
 
@@ -232,15 +232,6 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     program.set_limit("hidden", hidden)
     program.set_limit("intermediate", intermediate)
     program.set_limit("heads", heads)
-
-
-def _units_placed(program: T.ProgramOp) -> list[_Unit]:
-    out = []
-    for op in program.ops():
-        if isinstance(op, T.ThresholdOp | T.MemoryOp) and op.placed_layer is not None:
-            half = 2 * op.placed_layer + (1 if op.placed_half == "mlp" else 0)
-            out.append(_Unit([op], [], half=half))
-    return out
 
 
 @dataclass(frozen=True)

@@ -23,3 +23,17 @@ def all_ptx_files() -> list[Path]:
 def ctx():
     from qgc.context import make_context
     return make_context()
+
+
+def _hypothesis_profiles() -> None:
+    """No deadlines and no speed health checks (a loaded 2-core machine is slow);
+    under CI, derandomized so that a red run can be re-run the same."""
+    from hypothesis import HealthCheck, settings
+
+    base = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("dev", **base)
+    settings.register_profile("ci", derandomize=True, database=None, **base)
+    settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+_hypothesis_profiles()

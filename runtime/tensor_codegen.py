@@ -1,0 +1,571 @@
+"""Codegen: a scheduled `tensor.program` as the weights of stock Qwen3.5
+linear-attention decoder layers, and the residual encoding of its tokens.
+
+    compiled = compile_program(program, config)        # sparse, no torch needed
+    layers = compiled.build_layers(torch.bfloat16)     # stock Qwen3_5DecoderLayer modules
+    h = compiled.encode({"a": [...], "b": [...]})      # one GPU token's residual vector
+    outputs = compiled.decode(h_after_last_layer)      # exact ±1 → bits, else an error
+
+Encoding of a GPU token (hidden H): coordinate 0 (the flag) holds 8, every
+data bit ±1 (bit b as 2b−1), a kv_read result −1 until its layer writes it,
+pads (`tensor.pad`) the values that make `sum(h²) = 64·H` before and after
+every half of every layer, everything else 0. So every RMSNorm scale is
+exactly `rsqrt(64 + 1e-6) = 1/8` in float32 and bfloat16, the normed input is
+`x = h/8` exactly, a bit reads as `b = 4·x + x_flag/2`, and the flag as 1: the
+constant of every affine form. Norm weights stay zero-centred at 0 (factor 1),
+nothing has a bias.
+
+MLP half (the neuron gadget, `ThresholdRow.gadget`): neuron n has gate
+`256·G_n` and up `1/256` (the flag), so `SiLU(256·G)·(1/256) = ReLU(G)` exactly
+for G = 0 or |G| ≥ ½ (SiLU(≥128) is the identity, SiLU(≤−128) is −0); neuron 0
+is the constant neuron (G = 1). An output bit f = base + Σ sign·ReLU(G) lands
+on its fresh coordinate as `2f − 1` through the down projection; pads move by
+the constant neuron.
+
+Attention half (the memory head): conv1d a pass-through of the current token,
+`A_log = −30` (e^g == 1.0), `β = sigmoid(32) == 1.0`. Key pre-activation 64 at
+the addressed slot (a conjunction of the key bits, silenced to SiLU(≤ −96) = −0
+elsewhere), so the l2-normed key is exactly one-hot; value: each pair of bits
+as a one-hot of four dimensions holding 256 (SiLU(256) = 256), so every
+written row has 32 of 128 dimensions at 256; query 251 at the slot and 26.75 at
+slot 127 (never written): l2norm and the kernel's 1/√128 give exactly
+45/512 = 0.087890625 on the slot in both the chunked and the recurrent kernel,
+so a read is 22.5 on a quarter of the dimensions, mean(o²) = 126.5625 (eps
+vanishes), the gated norm gives exactly 2, times the norm weight 1/64 and
+SiLU(z = 32) = 32: exactly 1 per active dimension, 0 for an empty row.
+out_proj adds 2 per set bit onto the read's coordinates, which hold −1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from xdsl.ir import SSAValue
+
+from qgc.dialects import tensor as T
+
+# ------------------------------------------------------------------ constants
+
+FLAG_VALUE = 8.0          # the flag coordinate; x_flag = 1 after the norm
+ENERGY_PER_COORD = 64     # sum(h²) = 64·hidden: RMSNorm scale exactly 1/8
+NEURON_SCALE = 256.0      # gate 256·G, up U/256
+KEY_ON = 64.0             # key pre-activation at the addressed slot
+QUERY_ON = 251.0          # query pre-activation at the addressed slot
+QUERY_PARTNER = 26.75     # query pre-activation at the partner slot
+PARTNER_SLOT = 127        # never written: keeps the query's l2 norm exact
+VALUE_ON = 256.0          # value pre-activation of the active dimension of a group
+SILENT = -96.0            # a pre-activation ≤ this is exactly −0 after SiLU
+BETA_PRE = 32.0           # sigmoid(32) == 1.0 in float32 and bfloat16
+Z_PRE = 32.0              # SiLU(32) == 32
+NORM_WEIGHT = 1.0 / 64.0  # gated norm weight: 2 · 1/64 · 32 = 1
+A_LOG = -30.0             # g = −e^−30·ln 2: e^g == 1.0, no decay
+OUT_WEIGHT = 2.0          # a set bit moves its coordinate from −1 to +1
+HEAD_DIM = 128            # key and value head dims the constants above are solved for
+MAX_EPS = 2e-6            # rms_norm_eps that 64 + eps and 126.5625 + eps still round away
+
+
+class CodegenError(Exception):
+    """The program does not fit the config, or a weight would not be exact."""
+
+
+def is_bf16(value: float) -> bool:
+    """True when `value` is exactly representable in bfloat16 (8 significant bits)."""
+    return math.isfinite(value) and T.is_bf16(value)
+
+
+def _bf16_values(lo: float, hi: float) -> list[float]:
+    out = []
+    e = math.floor(math.log2(lo)) if lo > 0 else 0
+    while 2.0 ** e <= hi:
+        for m in range(128, 256):
+            v = m * 2.0 ** (e - 7)
+            if lo <= v <= hi:
+                out.append(v)
+        e += 1
+    return sorted(set(out))
+
+
+def conjunction_penalties(on: float, n: int) -> list[float]:
+    """Per-bit penalties A_i for a pre-activation `on − Σ A_i·mismatch_i`: every
+    mismatch silences (on − A_i ≤ −96), and the weights ±4A_i and the flag
+    constant on − Σ A_i/2 are exact in bfloat16."""
+    if n == 0:
+        return []
+    candidates = _bf16_values(on - SILENT, 64 * (on - SILENT))
+    for a in candidates:
+        if is_bf16(4 * a) and is_bf16(on - n * a / 2):
+            return [a] * n
+    for a in candidates:
+        if not is_bf16(4 * a):
+            continue
+        for last in candidates:
+            if is_bf16(4 * last) and is_bf16(on - (n - 1) * a / 2 - last / 2):
+                return [a] * (n - 1) + [last]
+    raise CodegenError(f"no bfloat16-exact decoder of {n} bits to pre-activation {on}")
+
+
+# --------------------------------------------------------------- sparse weights
+
+#: parameter name (inside a decoder layer) -> shape given a config
+def param_shapes(config: Any) -> dict[str, tuple[int, ...]]:
+    H, inter = config.hidden_size, config.intermediate_size
+    nk, nv = config.linear_num_key_heads, config.linear_num_value_heads
+    dk, dv = config.linear_key_head_dim, config.linear_value_head_dim
+    conv_dim = 2 * nk * dk + nv * dv
+    return {
+        "input_layernorm.weight": (H,),
+        "post_attention_layernorm.weight": (H,),
+        "linear_attn.conv1d.weight": (conv_dim, 1, config.linear_conv_kernel_dim),
+        "linear_attn.dt_bias": (nv,),
+        "linear_attn.A_log": (nv,),
+        "linear_attn.norm.weight": (dv,),
+        "linear_attn.out_proj.weight": (H, nv * dv),
+        "linear_attn.in_proj_qkv.weight": (conv_dim, H),
+        "linear_attn.in_proj_z.weight": (nv * dv, H),
+        "linear_attn.in_proj_b.weight": (nv, H),
+        "linear_attn.in_proj_a.weight": (nv, H),
+        "mlp.gate_proj.weight": (inter, H),
+        "mlp.up_proj.weight": (inter, H),
+        "mlp.down_proj.weight": (H, inter),
+    }
+
+
+@dataclass
+class SparseLayer:
+    """The non-zero weights of one decoder layer: parameter → {index: value}."""
+
+    index: int
+    weights: dict[str, dict[tuple[int, ...], float]] = field(default_factory=dict)
+
+    def add(self, name: str, index: tuple[int, ...], value: float) -> None:
+        table = self.weights.setdefault(name, {})
+        v = table.get(index, 0.0) + value
+        if v == 0.0:
+            table.pop(index, None)
+        else:
+            table[index] = v
+
+    def set(self, name: str, index: tuple[int, ...], value: float) -> None:
+        self.weights.setdefault(name, {})[index] = value
+
+    def nnz(self) -> int:
+        return sum(len(t) for t in self.weights.values())
+
+    def check_bf16(self) -> None:
+        for name, table in self.weights.items():
+            for index, v in table.items():
+                if not is_bf16(v):
+                    raise CodegenError(f"layer {self.index} {name}{list(index)} = {v!r} is not "
+                                       "exact in bfloat16")
+
+
+# --------------------------------------------------------------- the program
+
+def value_coords(program: T.ProgramOp) -> dict[SSAValue, list[int]]:
+    """Residual coordinates of every bit vector of a scheduled program."""
+    coords: dict[SSAValue, list[int]] = {}
+    for op in program.ops():
+        if isinstance(op, T.InputOp | T.ThresholdOp | T.KvReadOp):
+            placed = op.properties.get("coords")
+            if placed is None:
+                raise CodegenError(f"{op.name} has no coordinates: run tensor-schedule-layers")
+            coords[op.result] = T.coords_of(placed.get_values())  # type: ignore[union-attr]
+        elif isinstance(op, T.SliceOp):
+            coords[op.result] = coords[op.input][op.lo.value.data:op.hi.value.data]
+        elif isinstance(op, T.ConcatOp):
+            coords[op.result] = [c for v in op.inputs for c in coords[v]]
+    return coords
+
+
+def _affine(layer: SparseLayer, name: str, row: int, terms: Sequence[tuple[int, float]],
+            const: float, scale: float = 1.0) -> None:
+    """Row `row` of projection `name` computes scale·(Σ α·b + γ) from the bits
+    b at coordinates c (b = 4·x_c + x_flag/2)."""
+    flag = const
+    for c, alpha in terms:
+        layer.add(name, (row, c), scale * 4 * alpha)
+        flag += alpha / 2
+    layer.add(name, (row, T.ProgramOp.FLAG), scale * flag)
+
+
+def _conjunction(layer: SparseLayer, name: str, row: int,
+                 required: Sequence[tuple[int, int]], on: float) -> None:
+    """Pre-activation `on` when every (coordinate, bit) matches, ≤ −96 otherwise."""
+    pens = conjunction_penalties(on, len(required))
+    terms = [(c, a if want else -a) for (c, want), a in zip(required, pens, strict=True)]
+    const = on - sum(a for (_, want), a in zip(required, pens, strict=True) if want)
+    _affine(layer, name, row, terms, const)
+
+
+@dataclass
+class Usage:
+    """What each layer of the compiled program uses."""
+
+    neurons: list[int]
+    heads: list[int]
+    coords: int
+
+
+@dataclass
+class CompiledProgram:
+    program: T.ProgramOp
+    config: Any
+    layers: list[SparseLayer]
+    coords: dict[SSAValue, list[int]]
+    usage: Usage
+
+    # ---------------------------------------------------------------- encoding
+    @property
+    def hidden(self) -> int:
+        return int(self.config.hidden_size)
+
+    def encode(self, inputs: Mapping[str, Sequence[int]]) -> list[float]:
+        """The residual vector of one GPU token carrying these input bits."""
+        h = [0.0] * self.hidden
+        h[T.ProgramOp.FLAG] = FLAG_VALUE
+        for op in self.program.ops():
+            if isinstance(op, T.InputOp):
+                name = op.input_name.data
+                bits = list(inputs[name])
+                coords = self.coords[op.result]
+                if len(bits) != len(coords) or any(b not in (0, 1) for b in bits):
+                    raise CodegenError(f"input '{name}' takes {len(coords)} bits (0 or 1)")
+                for c, b in zip(coords, bits, strict=True):
+                    h[c] = 2.0 * b - 1.0
+            elif isinstance(op, T.KvReadOp):
+                for c in self.coords[op.result]:
+                    h[c] = -1.0
+            elif isinstance(op, T.PadOp):
+                h[op.coord.value.data] = float(op.value.value.data)
+        return h
+
+    def decode(self, h: Sequence[float]) -> dict[str, list[int]]:
+        """Output bits of a residual vector; every output coordinate must hold
+        exactly +1 or −1."""
+        out = {}
+        for op in self.program.outputs():
+            bits = []
+            for c in self.coords[op.value]:
+                v = float(h[c])
+                if v not in (1.0, -1.0):
+                    raise CodegenError(f"output '{op.output_name.data}' coordinate {c} holds "
+                                       f"{v!r}, not ±1")
+                bits.append(int(v > 0))
+            out[op.output_name.data] = bits
+        return out
+
+    def output_coords(self) -> list[int]:
+        return [c for op in self.program.outputs() for c in self.coords[op.value]]
+
+    def gate_neurons(self, layer: int) -> int:
+        """Neurons layer `layer` uses (the constant neuron included)."""
+        return self.usage.neurons[layer]
+
+    # ---------------------------------------------------------------- stock modules
+    def layer_config(self) -> Any:
+        """The config of the compiled stack alone: the base config with these
+        layers (all linear attention). A fresh config, so that derived fields
+        (the cache's per-layer types) follow."""
+        data = {k: v for k, v in self.config.to_dict().items() if k != "model_type"}
+        data["layer_types"] = ["linear_attention"] * len(self.layers)
+        data["num_hidden_layers"] = len(self.layers)
+        return self.config.__class__(**data)
+
+    def layer_states(self, dtype: Any = None) -> list[dict[str, Any]]:
+        """Dense state dicts of the compiled layers, in order (what
+        `runtime.model.merge` takes)."""
+        return [self.dense_state(i, dtype) for i in range(len(self.layers))]
+
+    def dense_state(self, index: int, dtype: Any = None) -> dict[str, Any]:
+        """Dense tensors of layer `index` (names inside the decoder layer)."""
+        import torch
+        shapes = param_shapes(self.config)
+        out = {}
+        for name, shape in shapes.items():
+            t = torch.zeros(shape, dtype=torch.float64)
+            table = self.layers[index].weights.get(name, {})
+            if table:
+                idx = torch.tensor(list(table.keys()), dtype=torch.long).T
+                t.index_put_(tuple(idx), torch.tensor(list(table.values()), dtype=torch.float64))
+            out[name] = t.to(dtype or torch.float32)
+        return out
+
+    def fill_layer(self, module: Any, index: int) -> None:
+        """Set every parameter of a stock Qwen3_5DecoderLayer to layer `index`."""
+        import torch
+        state = self.dense_state(index)
+        with torch.no_grad():
+            for name, value in state.items():
+                p = module.get_parameter(name)
+                p.copy_(value.to(p.dtype))
+
+    def build_layers(self, dtype: Any = None) -> list[Any]:
+        """Stock `Qwen3_5DecoderLayer` modules holding the program, in eval mode."""
+        import torch
+        from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
+        cfg = self.layer_config()
+        modules = []
+        for i in range(len(self.layers)):
+            with torch.device("meta"):
+                layer = Qwen3_5DecoderLayer(cfg, i)
+            layer = layer.to_empty(device="cpu")
+            self.fill_layer(layer, i)
+            modules.append(layer.to(dtype or torch.float32).eval())
+        return modules
+
+    def state_dict(self, prefix: str = "model.layers.{i}.") -> dict[str, Any]:
+        """Sparse COO tensors under the Qwen3.5 parameter names (for safetensors)."""
+        import torch
+        shapes = param_shapes(self.config)
+        out = {}
+        for layer in self.layers:
+            for name, table in layer.weights.items():
+                idx = torch.tensor(list(table.keys()), dtype=torch.long).T
+                vals = torch.tensor(list(table.values()), dtype=torch.float32)
+                out[prefix.format(i=layer.index) + name] = torch.sparse_coo_tensor(
+                    idx, vals, shapes[name], check_invariants=True).coalesce()
+        return out
+
+
+# ---------------------------------------------------------------- compilation
+
+def check_config(program: T.ProgramOp, config: Any) -> None:
+    name = program.program_name
+    if not program.scheduled:
+        raise CodegenError(f"tensor program '{name}' is not scheduled: run "
+                           "tensor-schedule-layers")
+    hidden = program.limit("hidden")
+    if config.hidden_size != hidden:
+        raise CodegenError(f"tensor program '{name}' is scheduled for hidden {hidden}; the config "
+                           f"has hidden_size {config.hidden_size}")
+    if config.linear_key_head_dim != HEAD_DIM or config.linear_value_head_dim != HEAD_DIM:
+        raise CodegenError(f"the memory head needs linear key/value head dims {HEAD_DIM}; the "
+                           f"config has {config.linear_key_head_dim}/"
+                           f"{config.linear_value_head_dim}")
+    if config.linear_num_key_heads != config.linear_num_value_heads:
+        raise CodegenError("the memory head needs as many linear key heads as value heads; the "
+                           f"config has {config.linear_num_key_heads} and "
+                           f"{config.linear_num_value_heads}")
+    if config.hidden_act != "silu":
+        raise CodegenError(f"the neuron gadget needs SiLU; the config has {config.hidden_act}")
+    if not 0 <= config.rms_norm_eps <= MAX_EPS:
+        raise CodegenError(f"rms_norm_eps {config.rms_norm_eps} would shift the exact RMSNorm "
+                           f"scales (at most {MAX_EPS})")
+
+
+def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp], pads: list[T.PadOp],
+                 coords: dict[SSAValue, list[int]]) -> int:
+    if not ops and not pads:
+        return 0
+    gate, up, down = "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"
+    flag = T.ProgramOp.FLAG
+    layer.add(gate, (0, flag), NEURON_SCALE)             # the constant neuron: G = 1
+    layer.add(up, (0, flag), 1.0 / NEURON_SCALE)
+    top = 1
+    for op in ops:
+        placed = op.neurons
+        assert placed is not None
+        n = placed.get_values()[0]
+        inputs = [c for v in op.inputs for c in coords[v]]
+        for row, out_coord in zip(op.row_list(), coords[op.result], strict=True):
+            g = row.gadget()
+            form, t = row.form()
+            for sign, slope, offset in g.neurons:
+                # G = slope·(Σ w·b − t) + offset
+                terms = [(inputs[i], float(slope * w)) for i, w in form]
+                _affine(layer, gate, n, terms, float(offset - slope * t), NEURON_SCALE)
+                layer.add(up, (n, flag), 1.0 / NEURON_SCALE)
+                layer.add(down, (out_coord, n), 2.0 * sign)
+                n += 1
+            layer.add(down, (out_coord, 0), 2.0 * g.base - 1.0)
+        top = max(top, n)
+    for pad in pads:
+        assert pad.new_value is not None
+        layer.add(down, (pad.coord.value.data, 0),
+                  float(pad.new_value.value.data - pad.value.value.data))
+    return top
+
+
+def _key_required(op: T.KvWriteOp | T.KvReadOp, key: list[int], enable: list[int] | None,
+                  slot: int) -> list[tuple[int, int]]:
+    req = [(enable[0], 1)] if enable else []
+    if op.key_kind.data == "onehot":
+        return [(key[slot], 1)] + req
+    return [(c, (slot >> i) & 1) for i, c in enumerate(key)] + req
+
+
+def _compile_memory(layer: SparseLayer, mem: T.MemoryOp, write: T.KvWriteOp | None,
+                    read: T.KvReadOp | None, coords: dict[SSAValue, list[int]],
+                    config: Any) -> None:
+    assert mem.head is not None
+    h = mem.head.value.data
+    key_dim = config.linear_num_key_heads * HEAD_DIM
+    qkv, flag = "linear_attn.in_proj_qkv.weight", T.ProgramOp.FLAG
+    q0, k0, v0 = h * HEAD_DIM, key_dim + h * HEAD_DIM, 2 * key_dim + h * HEAD_DIM
+    if write is not None:
+        key = coords[write.key]
+        en = coords[write.enable] if write.enable is not None else None
+        for slot in range(mem.n_slots):
+            _conjunction(layer, qkv, k0 + slot, _key_required(write, key, en, slot), KEY_ON)
+        val = coords[write.value]
+        for g in range(HEAD_DIM // 4):
+            group = [val[i] for i in (2 * g, 2 * g + 1) if i < len(val)]
+            for code in range(4):
+                want = [(code >> j) & 1 for j in range(2)]
+                if any(want[j] for j in range(len(group), 2)):
+                    continue                                   # a missing bit is always 0
+                row = v0 + 4 * g + code
+                if group:
+                    _conjunction(layer, qkv, row, list(zip(group, want, strict=False)),
+                                 VALUE_ON)
+                elif code == 0:
+                    layer.add(qkv, (row, flag), VALUE_ON)      # unused group: code 0
+        layer.add("linear_attn.in_proj_b.weight", (h, flag), BETA_PRE)
+    if read is not None:
+        key = coords[read.key]
+        en = coords[read.enable] if read.enable is not None else None
+        for slot in range(mem.n_slots):
+            _conjunction(layer, qkv, q0 + slot, _key_required(read, key, en, slot), QUERY_ON)
+        layer.add(qkv, (q0 + PARTNER_SLOT, flag), QUERY_PARTNER)
+        for d in range(HEAD_DIM):
+            layer.add("linear_attn.in_proj_z.weight", (h * HEAD_DIM + d, flag), Z_PRE)
+        for i, c in enumerate(coords[read.result]):
+            g, j = divmod(i, 2)
+            for code in range(4):
+                if (code >> j) & 1:
+                    layer.add("linear_attn.out_proj.weight", (c, h * HEAD_DIM + 4 * g + code),
+                              OUT_WEIGHT)
+
+
+def _compile_layer_constants(layer: SparseLayer, config: Any, heads: Sequence[int]) -> None:
+    """No decay on any head; the conv passes the current token through on the
+    q/k/v channels of the heads in use; the gated norm weight (shared by all
+    heads) is 1/64."""
+    key_dim = config.linear_num_key_heads * HEAD_DIM
+    tap = config.linear_conv_kernel_dim - 1
+    for h in heads:
+        for base in (0, key_dim, 2 * key_dim):
+            for d in range(HEAD_DIM):
+                layer.set("linear_attn.conv1d.weight", (base + h * HEAD_DIM + d, 0, tap), 1.0)
+    for h in range(config.linear_num_value_heads):
+        layer.set("linear_attn.A_log", (h,), A_LOG)
+    for d in range(HEAD_DIM):
+        layer.set("linear_attn.norm.weight", (d,), NORM_WEIGHT)
+
+
+def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
+    """Sparse weights of the scheduled program for a Qwen3.5 text config."""
+    check_config(program, config)
+    n_layers = program.limit("layers")
+    assert n_layers is not None
+    coords = value_coords(program)
+    layers = [SparseLayer(i) for i in range(n_layers)]
+    thresholds: dict[int, list[T.ThresholdOp]] = {}
+    pads: dict[int, list[T.PadOp]] = {}
+    writes = {op.memory_name: op for op in program.ops() if isinstance(op, T.KvWriteOp)}
+    reads = {op.memory_name: op for op in program.ops() if isinstance(op, T.KvReadOp)}
+    heads = [0] * n_layers
+    used: list[list[int]] = [[] for _ in range(n_layers)]
+    for op in program.ops():
+        if isinstance(op, T.ThresholdOp):
+            assert op.placed_layer is not None
+            thresholds.setdefault(op.placed_layer, []).append(op)
+        elif isinstance(op, T.PadOp) and op.layer is not None:
+            pads.setdefault(op.layer.value.data, []).append(op)
+        elif isinstance(op, T.MemoryOp):
+            assert op.placed_layer is not None and op.head is not None
+            layer = op.placed_layer
+            heads[layer] = max(heads[layer], op.head.value.data + 1)
+            used[layer].append(op.head.value.data)
+            _compile_memory(layers[layer], op, writes.get(op.memory_name),
+                            reads.get(op.memory_name), coords, config)
+    neurons = [_compile_mlp(layers[i], thresholds.get(i, []), pads.get(i, []), coords)
+               for i in range(n_layers)]
+    for i, n in enumerate(neurons):
+        if n > config.intermediate_size:
+            raise CodegenError(f"layer {i} of tensor program '{program.program_name}' needs {n} "
+                               f"MLP neurons, the config has intermediate_size "
+                               f"{config.intermediate_size}")
+        if heads[i] > config.linear_num_value_heads:
+            raise CodegenError(f"layer {i} of tensor program '{program.program_name}' needs "
+                               f"{heads[i]} linear-attention heads, the config has "
+                               f"{config.linear_num_value_heads}")
+        _compile_layer_constants(layers[i], config, used[i])
+    for layer in layers:
+        layer.check_bf16()
+    used = 1 + sum(len(c) for c in [coords[op.result] for op in program.ops()
+                                     if isinstance(op, T.InputOp | T.ThresholdOp | T.KvReadOp)])
+    used += len(program.pads())
+    compiled = CompiledProgram(program, config, layers, coords, Usage(neurons, heads, used))
+    _check_energy(compiled)
+    return compiled
+
+
+def _check_energy(compiled: CompiledProgram) -> None:
+    """sum(h²) of a token is 64·hidden at the start and stays so (pads balance
+    the fresh bits of every MLP half)."""
+    program = compiled.program
+    energy = FLAG_VALUE ** 2
+    for op in program.ops():
+        if isinstance(op, T.InputOp | T.KvReadOp):
+            energy += len(compiled.coords[op.result])
+        elif isinstance(op, T.PadOp):
+            energy += op.value.value.data ** 2
+    target = ENERGY_PER_COORD * compiled.hidden
+    if energy != target:
+        raise CodegenError(f"tensor program '{program.program_name}' starts with sum(h²) = "
+                           f"{energy}, not 64·hidden = {target}")
+    for i in range(len(compiled.layers)):
+        fresh = sum(len(compiled.coords[op.result]) for op in program.ops()
+                    if isinstance(op, T.ThresholdOp) and op.placed_layer == i)
+        drop = sum(op.value.value.data ** 2 - op.new_value.value.data ** 2
+                   for op in program.pads() if op.new_value is not None and op.layer is not None
+                   and op.layer.value.data == i)
+        if fresh != drop:
+            raise CodegenError(f"layer {i} writes {fresh} fresh bits but its pads give up "
+                               f"{drop} of energy")
+
+
+# ------------------------------------------------------------- margin analysis
+
+@dataclass(frozen=True)
+class Margins:
+    """Static bounds of the MLP gate pre-activations (in units of G, gate/256)."""
+
+    min_active: Fraction      # smallest G of a neuron that is on
+    max_inactive: Fraction    # largest G < 0 of a neuron that is off
+    max_active: Fraction      # largest G of a neuron that is on (≤ 255: exact in bf16)
+    kinds: dict[str, int]     # gadget kind → rows
+
+
+def margins(program: T.ProgramOp) -> Margins:
+    """Interval bounds over every possible input: G = slope·L + offset with L
+    integer in the row's range; a neuron with G ≤ −½ or G = 0 outputs exactly 0."""
+    min_on, max_off, max_on = Fraction(10 ** 9), Fraction(-(10 ** 9)), Fraction(0)
+    kinds: dict[str, int] = {}
+    for op in program.ops():
+        if not isinstance(op, T.ThresholdOp):
+            continue
+        for row in op.row_list():
+            g = row.gadget()
+            kinds[g.kind] = kinds.get(g.kind, 0) + 1
+            for _, slope, offset in g.neurons:
+                # over integer L in [lo, hi], the smallest positive and largest negative G
+                for L in (g.lo, g.hi, *_near_zero(slope, offset, g.lo, g.hi)):
+                    G = slope * L + offset
+                    if G > 0:
+                        min_on = min(min_on, G)
+                        max_on = max(max_on, G)
+                    elif G < 0:
+                        max_off = max(max_off, G)
+    return Margins(min_on, max_off, max_on, kinds)
+
+
+def _near_zero(slope: Fraction, offset: Fraction, lo: int, hi: int) -> list[int]:
+    root = -offset / slope
+    return [L for L in (math.floor(root), math.ceil(root), math.floor(root) - 1,
+                        math.ceil(root) + 1) if lo <= L <= hi]
