@@ -1,26 +1,19 @@
 """qgc's dialects, one file per dialect, registered lazily by name."""
 
 from collections.abc import Callable
+from importlib import import_module
 
 from xdsl.ir import Dialect
 
-
-def _ptx() -> Dialect:
-    from qgc.dialects.ptx import PTX
-    return PTX
+#: dialect name → the module under qgc.dialects and its Dialect object
+_DIALECTS = {"ptx": ("ptx", "PTX"), "simt": ("simt", "SIMT"), "tensor": ("tensor", "TENSOR")}
 
 
-def _simt() -> Dialect:
-    from qgc.dialects.simt import SIMT
-    return SIMT
-
-
-def _tensor() -> Dialect:
-    from qgc.dialects.tensor import TENSOR
-    return TENSOR
+def _factory(module: str, name: str) -> Callable[[], Dialect]:
+    return lambda: getattr(import_module(f"qgc.dialects.{module}"), name)
 
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     """Dialect name → factory. Only qgc's own dialects and `builtin`: xDSL's
     upstream `tensor` dialect must never load beside qgc's `tensor`."""
-    return {"ptx": _ptx, "simt": _simt, "tensor": _tensor}
+    return {name: _factory(*where) for name, where in _DIALECTS.items()}

@@ -69,6 +69,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from qgc.diagnostics import location_prefix
+from qgc.dialects.directives import OptionalDirective, end_print
 
 # ------------------------------------------------------------------ machine facts
 
@@ -227,11 +228,6 @@ def _print_src(printer: Printer, src: Attribute) -> None:
         printer.print_string(src.spelled)
 
 
-def _end_print(state: PrintingState) -> None:
-    state.should_emit_space = True
-    state.last_was_punctuation = False
-
-
 @irdl_custom_directive
 class Sources(CustomDirective):
     """`r1, 4, r2`: registers and immediates, comma-separated."""
@@ -248,7 +244,7 @@ class Sources(CustomDirective):
         srcs = self.srcs.get(op)
         assert isinstance(srcs, ArrayAttr)
         printer.print_list(srcs.data, lambda s: _print_src(printer, s))
-        _end_print(state)
+        end_print(state)
 
 
 @irdl_custom_directive
@@ -265,23 +261,17 @@ class Reg(CustomDirective):
         r = self.reg.get(op)
         assert isinstance(r, RegAttr)
         printer.print_string(r.spelled)
-        _end_print(state)
+        end_print(state)
 
 
 @irdl_custom_directive
-class Guard(CustomDirective):
+class Guard(OptionalDirective):
     """A condition, bare: `p0`, `!p0`; optional where the op is unguarded."""
 
     guard: AttributeVariable
 
-    def is_anchorable(self) -> bool:
-        return True
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        return self.guard.get(op) is not None
-
-    def set_empty(self, state: ParsingState) -> None:
-        pass
+    def anchor(self) -> AttributeVariable:
+        return self.guard
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
         self.guard.set(state, GuardAttr.parse_bare(parser))
@@ -291,7 +281,7 @@ class Guard(CustomDirective):
         g = self.guard.get(op)
         assert isinstance(g, GuardAttr)
         printer.print_string(g.spelled)
-        _end_print(state)
+        end_print(state)
 
 
 @irdl_custom_directive
@@ -308,7 +298,7 @@ class Source(CustomDirective):
         src = self.src.get(op)
         assert src is not None
         _print_src(printer, src)
-        _end_print(state)
+        end_print(state)
 
 
 @irdl_custom_directive
@@ -347,7 +337,7 @@ class Address(CustomDirective):
             assert isinstance(base, RegAttr)
             sign = "-" if off < 0 else "+"
             printer.print_string(f"{space.data}[{base.spelled} {sign} {abs(off)}]")
-        _end_print(state)
+        end_print(state)
 
 
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
@@ -385,7 +375,7 @@ class Signature(CustomDirective):
         printer.print_string("(")
         printer.print_list(list(zip(types.data, names.data, strict=True)), one)
         printer.print_string(")")
-        _end_print(state)
+        end_print(state)
 
 
 # ------------------------------------------------------------------------- ops

@@ -91,6 +91,8 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
+from qgc.dialects.directives import OptionalDirective, end_print
+
 # ------------------------------------------------------------------ level facts
 
 #: Bits one memory row holds: 128 value dimensions, two bits per group of four
@@ -337,11 +339,6 @@ def row_attr(terms: dict[int, int] | Sequence[tuple[int, int]],
 
 # ------------------------------------------------------------ custom directives
 
-def _end_print(state: PrintingState) -> None:
-    state.should_emit_space = True
-    state.last_was_punctuation = False
-
-
 def _parse_range(parser: Parser, opened: bool = False) -> tuple[int, int]:
     """`[lo, hi)` (`opened`: the `[` is already consumed)."""
     if not opened:
@@ -380,19 +377,13 @@ def coords_of(flat: Sequence[int]) -> list[int]:
 
 
 @irdl_custom_directive
-class Ranges(CustomDirective):
+class Ranges(OptionalDirective):
     """Residual coordinates as half-open ranges: `[4, 8) [12, 14)`."""
 
     coords: AttributeVariable
 
-    def is_anchorable(self) -> bool:
-        return True
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        return self.coords.get(op) is not None
-
-    def set_empty(self, state: ParsingState) -> None:
-        pass
+    def anchor(self) -> AttributeVariable:
+        return self.coords
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
         self.coords.set(state, _dense(_parse_ranges(parser)))
@@ -402,7 +393,7 @@ class Ranges(CustomDirective):
         coords = self.coords.get(op)
         assert isinstance(coords, DenseArrayBase)
         printer.print_string(_spell_ranges(coords.get_values()))
-        _end_print(state)
+        end_print(state)
 
 
 @irdl_custom_directive
@@ -422,7 +413,7 @@ class Slice(CustomDirective):
         lo, hi = self.lo.get(op), self.hi.get(op)
         assert isinstance(lo, IntegerAttr) and isinstance(hi, IntegerAttr)
         printer.print_string(f"[{lo.value.data}, {hi.value.data})")
-        _end_print(state)
+        end_print(state)
 
 
 @irdl_custom_directive
@@ -439,7 +430,7 @@ class Keyword(CustomDirective):
         word = self.word.get(op)
         assert isinstance(word, StringAttr)
         printer.print_string(word.data)
-        _end_print(state)
+        end_print(state)
 
 
 @irdl_custom_directive
@@ -474,11 +465,11 @@ class Rows(CustomDirective):
         rows = self.rows.get(op)
         assert isinstance(rows, ArrayAttr)
         printer.print_string("[" + ", ".join(r.row().spelled() for r in rows.data) + "]")
-        _end_print(state)
+        end_print(state)
 
 
 @irdl_custom_directive
-class Placement(CustomDirective):
+class Placement(OptionalDirective):
     """Where the scheduler put an op:
     `at layer 2 mlp neurons [1, 9) coords [40, 44)` or `at layer 1 attn head 3 coords [8, 16)`."""
 
@@ -488,14 +479,8 @@ class Placement(CustomDirective):
     neurons: AttributeVariable
     coords: AttributeVariable
 
-    def is_anchorable(self) -> bool:
-        return True
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        return self.layer.get(op) is not None
-
-    def set_empty(self, state: ParsingState) -> None:
-        pass
+    def anchor(self) -> AttributeVariable:
+        return self.layer
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
         parser.parse_keyword("layer")
@@ -531,7 +516,7 @@ class Placement(CustomDirective):
         if isinstance(coords, DenseArrayBase):
             text += " coords " + _spell_ranges(coords.get_values())
         printer.print_string(text)
-        _end_print(state)
+        end_print(state)
 
 
 # -------------------------------------------------------------------------- ops

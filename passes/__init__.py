@@ -1,53 +1,26 @@
 """qgc's passes, one file per pass, registered lazily by name (as xDSL does)."""
 
 from collections.abc import Callable
+from importlib import import_module
 
 from xdsl.passes import ModulePass
 
-
-def _ptx_strip_debug_info() -> type[ModulePass]:
-    from qgc.passes.ptx_strip_debug_info import PtxStripDebugInfoPass
-    return PtxStripDebugInfoPass
-
-
-def _ptx_remove_dead_functions() -> type[ModulePass]:
-    from qgc.passes.ptx_remove_dead_functions import PtxRemoveDeadFunctionsPass
-    return PtxRemoveDeadFunctionsPass
-
-
-def _convert_ptx_to_simt() -> type[ModulePass]:
-    from qgc.passes.convert_ptx_to_simt import ConvertPtxToSimtPass
-    return ConvertPtxToSimtPass
+#: pass name → (module under qgc.passes, class)
+_PASSES = {
+    "ptx-strip-debug-info": ("ptx_strip_debug_info", "PtxStripDebugInfoPass"),
+    "ptx-remove-dead-functions": ("ptx_remove_dead_functions", "PtxRemoveDeadFunctionsPass"),
+    "convert-ptx-to-simt": ("convert_ptx_to_simt", "ConvertPtxToSimtPass"),
+    "simt-if-convert": ("simt_if_convert", "SimtIfConvertPass"),
+    "simt-form-blocks": ("simt_form_blocks", "SimtFormBlocksPass"),
+    "simt-allocate-registers": ("simt_allocate_registers", "SimtAllocateRegistersPass"),
+    "tensor-schedule-layers": ("tensor_schedule_layers", "TensorScheduleLayersPass"),
+}
 
 
-def _simt_if_convert() -> type[ModulePass]:
-    from qgc.passes.simt_if_convert import SimtIfConvertPass
-    return SimtIfConvertPass
-
-
-def _simt_form_blocks() -> type[ModulePass]:
-    from qgc.passes.simt_form_blocks import SimtFormBlocksPass
-    return SimtFormBlocksPass
-
-
-def _simt_allocate_registers() -> type[ModulePass]:
-    from qgc.passes.simt_allocate_registers import SimtAllocateRegistersPass
-    return SimtAllocateRegistersPass
-
-
-def _tensor_schedule_layers() -> type[ModulePass]:
-    from qgc.passes.tensor_schedule_layers import TensorScheduleLayersPass
-    return TensorScheduleLayersPass
+def _factory(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    return lambda: getattr(import_module(f"qgc.passes.{module}"), cls)
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name → factory of the pass class; importing a pass costs nothing until used."""
-    return {
-        "ptx-strip-debug-info": _ptx_strip_debug_info,
-        "ptx-remove-dead-functions": _ptx_remove_dead_functions,
-        "convert-ptx-to-simt": _convert_ptx_to_simt,
-        "simt-if-convert": _simt_if_convert,
-        "simt-form-blocks": _simt_form_blocks,
-        "simt-allocate-registers": _simt_allocate_registers,
-        "tensor-schedule-layers": _tensor_schedule_layers,
-    }
+    return {name: _factory(*where) for name, where in _PASSES.items()}

@@ -19,7 +19,6 @@ from qgc import __version__
 from qgc.diagnostics import QgcError
 
 ENGINES = ("ref", "simt", "tensor", "model")
-SUBCOMMANDS = ("run",)
 
 
 def _compile_parser() -> argparse.ArgumentParser:
@@ -125,33 +124,34 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
+#: engine → the stage whose IR it executes; engines missing here do not exist yet.
+ENGINE_STAGES = {"ref": "ptx", "simt": "simt"}
+
+
 def _run(args: argparse.Namespace) -> int:
     from qgc import driver
-
-    if args.engine not in ("ref", "simt"):
-        raise QgcError(f"error: engine `{args.engine}` does not exist yet (available: ref, "
-                       "simt)", status=2)
+    from qgc.pipeline import stage_pipeline
     from qgc.runtime.launch import format_result, load_launch
 
+    if args.engine not in ENGINE_STAGES:
+        raise QgcError(f"error: engine `{args.engine}` does not exist yet (available: "
+                       f"{', '.join(ENGINE_STAGES)})", status=2)
     if not 1 <= args.warp_size <= 32:
         raise QgcError(f"error: --warp-size must be 1..32, got {args.warp_size}", status=2)
+    if args.engine == "simt" and args.warp_size != 4:
+        raise QgcError("error: the simt engine runs warps of 4 lanes (--warp-size 4)", status=2)
     launch = load_launch(Path(args.launch))
     ctx, module = driver.load(args.input)
     if args.engine == "simt":
         from qgc.dialects.simt import kernels_of
-        from qgc.pipeline import stage_pipeline
         from qgc.runtime.simt_engine import run_simt
-        if args.warp_size != 4:
-            raise QgcError("error: the simt engine runs warps of 4 lanes (--warp-size 4)",
-                           status=2)
         if not kernels_of(module):  # PTX (or ptx IR) in: compile it to the machine first
             driver.apply(ctx, module, stage_pipeline("simt"))
         result = run_simt(module, launch)
-        print(format_result(result.buffers))
-        return 0
-    from qgc.runtime.ref import run_ref
-    driver.apply(ctx, module, "ptx-remove-dead-functions")
-    result = run_ref(module, launch, warp_size=args.warp_size)
+    else:
+        from qgc.runtime.ref import run_ref
+        driver.apply(ctx, module, stage_pipeline("ptx"))
+        result = run_ref(module, launch, warp_size=args.warp_size)
     print(format_result(result.buffers))
     return 0
 
