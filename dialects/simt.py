@@ -76,9 +76,9 @@ from qgc.dialects.directives import OptionalDirective, end_print
 LANES = 4
 DEFAULT_REGS = 15
 DEFAULT_PREDS = 8
-DEFAULT_MEM_WORDS = 128
+DEFAULT_MEM_WORDS = 127
 DEFAULT_MAX_BLOCKS = 32
-DEFAULT_MAX_OPS = 8
+DEFAULT_MAX_OPS = 16
 
 #: ALU opcodes of the machine and their number of sources. Sources are
 #: registers or immediates; `selp`'s third source is a predicate.

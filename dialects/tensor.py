@@ -39,6 +39,7 @@ token's energy `sum(h²) = 64·hidden` — the printed program is the layer budg
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -544,7 +545,7 @@ class PlacedOp(TensorOp):
         self.properties["half"] = StringAttr(half)
 
     def unplace(self) -> None:
-        for name in ("layer", "half", "head", "neurons", "coords"):
+        for name in ("layer", "half", "head", "neurons", "coords", "overwrites"):
             self.properties.pop(name, None)
 
     def _verify_half(self, want: str) -> None:
@@ -555,8 +556,8 @@ class PlacedOp(TensorOp):
                                   f"not the {self.half.data} half")
 
 
-def _coords_prop(op: Operation) -> list[int] | None:
-    coords = op.properties.get("coords")
+def _coords_prop(op: Operation, name: str = "coords") -> list[int] | None:
+    coords = op.properties.get(name)
     return None if coords is None else coords_of(coords.get_values())  # type: ignore[union-attr]
 
 
@@ -657,7 +658,11 @@ class ThresholdOp(PlacedOp):
 
     Weights are integers, thresholds integers or halves. Each row costs 0, 1 or
     2 neurons (`ThresholdRow.gadget`); after scheduling:
-    `... at layer 0 mlp neurons [1, 4) coords [9, 11) : ...`.
+    `... at layer 0 mlp neurons [1, 4) coords [9, 11) : ...`. An output
+    coordinate may reuse one whose previous bit is dead by this half
+    (`... coords [3, 5) [9, 10) overwrites [3, 5) : ...`): each such bit costs
+    one more neuron, a copy of the old bit with down weight −2 (so the
+    coordinate moves from 2·old−1 to 2f−1).
     """
 
     name = "tensor.threshold"
@@ -665,12 +670,14 @@ class ThresholdOp(PlacedOp):
     rows = prop_def(ArrayAttr[RowAttr])
     neurons = opt_prop_def(DenseArrayBase.constr(i64))
     coords = opt_prop_def(DenseArrayBase.constr(i64))
+    overwrites = opt_prop_def(DenseArrayBase.constr(i64))
     head = opt_prop_def(IntegerAttr[I64])
     result = result_def(BitsType)
-    custom_directives = (Rows, Placement)
+    custom_directives = (Rows, Placement, Ranges)
     assembly_format = (
         "$inputs custom<Rows>($rows) "
         "(`at` custom<Placement>($layer, $half, $head, $neurons, $coords)^)? "
+        "(`overwrites` custom<Ranges>($overwrites)^)? "
         "attr-dict `:` type($inputs) `->` type($result)")
 
     def __init__(self, values: Sequence[SSAValue], rows: Sequence[RowAttr]):
@@ -686,8 +693,17 @@ class ThresholdOp(PlacedOp):
             object.__setattr__(self, "_rows_cache", cached)
         return cached[1]
 
-    def neuron_count(self) -> int:
+    def gadget_neuron_count(self) -> int:
+        """Neurons of the rows' gadgets alone."""
         return sum(r.gadget().count for r in self.row_list())
+
+    def overwritten_coords(self) -> list[int]:
+        """Output coordinates that hold a dead bit when this op writes them."""
+        return _coords_prop(self, "overwrites") or []
+
+    def neuron_count(self) -> int:
+        """Gadget neurons plus one copy neuron per overwritten coordinate."""
+        return self.gadget_neuron_count() + len(self.overwritten_coords())
 
     def verify_(self) -> None:
         n_in = sum(width_of(v) for v in self.inputs)
@@ -714,6 +730,10 @@ class ThresholdOp(PlacedOp):
                 raise VerifyException(f"tensor.threshold needs {self.neuron_count()} neurons, "
                                       f"placed on [{lo}, {hi})")
         _check_coords(self, width_of(self.result))
+        over = self.overwritten_coords()
+        if over and not set(over) <= set(_coords_prop(self) or []):
+            raise VerifyException("tensor.threshold overwrites coordinates that are not among "
+                                  "its output coordinates")
 
 
 @irdl_op_definition
@@ -1007,24 +1027,34 @@ class ProgramOp(IRDLOperation):
             self._verify_schedule()
 
     def _verify_schedule(self) -> None:
-        """Every op placed, within the limits, without collisions."""
+        """Every op placed, within the limits, without collisions; coordinates
+        shared only along lifetimes (`_verify_lifetimes`)."""
         name = self.program_name
         n_layers, hidden = self.limit("layers"), self.limit("hidden")
         inter, heads = self.limit("intermediate"), self.limit("heads")
         assert n_layers is not None and hidden is not None and inter is not None \
             and heads is not None
         owner: dict[int, str] = {self.FLAG: "the flag"}
+        bit_coords: dict[int, list[tuple[Operation, str]]] = {}
         heads_used: dict[tuple[int, int], str] = {}
         neurons_used: dict[int, list[tuple[int, int, str]]] = {}
 
-        def claim(coords: Iterable[int], who: str) -> None:
+        def claim(coords: Iterable[int], who: str, op: Operation | None = None) -> None:
+            """A pad (op None) owns its coordinate; bits may share theirs along
+            lifetimes, checked after all placements."""
             for c in coords:
                 if not 0 <= c < hidden:
                     raise VerifyException(f"{who} is placed on coordinate {c}, outside "
                                           f"hidden {hidden}")
-                if c in owner:
-                    raise VerifyException(f"{who} and {owner[c]} share coordinate {c}")
-                owner[c] = who
+                other = owner.get(c)
+                if other is None and op is None and c in bit_coords:
+                    other = bit_coords[c][0][1]
+                if other is not None:
+                    raise VerifyException(f"{who} and {other} share coordinate {c}")
+                if op is None:
+                    owner[c] = who
+                else:
+                    bit_coords.setdefault(c, []).append((op, who))
 
         for op in self.body.block.ops:
             if isinstance(op, SliceOp | ConcatOp | OutputOp):
@@ -1040,7 +1070,7 @@ class ProgramOp(IRDLOperation):
                 if op.coords is None:
                     raise VerifyException(f"input '{op.input_name.data}' of scheduled program "
                                           f"@{name} has no coordinates")
-                claim(_coords_prop(op) or [], f"input '{op.input_name.data}'")
+                claim(_coords_prop(op) or [], f"input '{op.input_name.data}'", op)
                 continue
             if isinstance(op, KvWriteOp):
                 continue  # placed through its memory
@@ -1070,7 +1100,7 @@ class ProgramOp(IRDLOperation):
                 if op.coords is None:
                     raise VerifyException(f"tensor.kv_read of @{mem.memory_name} has no "
                                           "coordinates")
-                claim(_coords_prop(op) or [], f"the kv_read of @{mem.memory_name}")
+                claim(_coords_prop(op) or [], f"the kv_read of @{mem.memory_name}", op)
             if isinstance(op, ThresholdOp):
                 if op.neurons is None or op.coords is None:
                     raise VerifyException("a scheduled tensor.threshold names its neurons and "
@@ -1085,7 +1115,7 @@ class ProgramOp(IRDLOperation):
                                               f"{other} in layer {layer}")
                 neurons_used.setdefault(layer, []).append((lo, hi, f"neurons [{lo}, {hi})"))
                 claim(_coords_prop(op) or [], f"tensor.threshold neurons [{lo}, {hi}) of "
-                      f"layer {layer}")
+                      f"layer {layer}", op)
         for op in self.body.block.ops:
             if isinstance(op, KvWriteOp):
                 mem = op.memory_op()
@@ -1096,6 +1126,71 @@ class ProgramOp(IRDLOperation):
                         mem.head is None or op.head.value.data != mem.head.value.data:
                     raise VerifyException(f"tensor.kv_write of @{mem.memory_name} is not "
                                           "placed on its memory's layer and head")
+        self._verify_lifetimes(bit_coords)
+
+    def _verify_lifetimes(self, bit_coords: dict[int, list[tuple[Operation, str]]]) -> None:
+        """Bits share a coordinate only one after another: a later value is a
+        `tensor.threshold` that marks the coordinate `overwrites`, placed in an
+        MLP half after the earlier value exists and no earlier than its last
+        read (a read in half h sees h's input); an output is never overwritten,
+        and a kv_read (−1 on entry) or an input is always the first holder."""
+        reads = bit_reads(self)
+        for c, holders in bit_coords.items():
+            timed = sorted(((birth_half(op), op, who) for op, who in holders),
+                           key=lambda t: t[0])
+            first_op = timed[0][1]
+            if isinstance(first_op, ThresholdOp) and c in first_op.overwritten_coords():
+                raise VerifyException(f"{timed[0][2]} overwrites coordinate {c}, which holds "
+                                      "no earlier bit")
+            for (b0, op0, who0), (b1, op1, who1) in itertools.pairwise(timed):
+                if b0 == b1 or not isinstance(op1, ThresholdOp) or \
+                        c not in op1.overwritten_coords():
+                    raise VerifyException(f"{who1} and {who0} share coordinate {c}")
+                last = reads.get((op0, c), b0)
+                if last > b1:
+                    until = "the end (an output)" if last == LIVE_TO_END else f"half {last}"
+                    raise VerifyException(f"{who1} overwrites coordinate {c} in half {b1}, but "
+                                          f"{who0} is read there until {until}")
+
+
+#: The last-read half of an output bit: it lives to the end.
+LIVE_TO_END = 1 << 30
+
+
+def half_index(op: Operation) -> int:
+    """Halves in order: attn 0 → 0, mlp 0 → 1, attn 1 → 2, ..."""
+    assert isinstance(op, PlacedOp) and op.placed_layer is not None
+    return 2 * op.placed_layer + (op.placed_half == "mlp")
+
+
+def birth_half(op: Operation) -> int:
+    """The half after which a value exists (inputs: −1, before the first)."""
+    return -1 if isinstance(op, InputOp) else half_index(op)
+
+
+def bit_reads(program: ProgramOp) -> dict[tuple[Operation, int], int]:
+    """The last half that reads each (producing op, coordinate) of a scheduled
+    program: a threshold and a memory access read at their half's input, an
+    output at the end; slices and concats are views."""
+    src: dict[SSAValue, list[tuple[Operation, int]]] = {}
+    last: dict[tuple[Operation, int], int] = {}
+    for op in program.body.block.ops:
+        if isinstance(op, InputOp | ThresholdOp | KvReadOp):
+            src[op.result] = [(op, c) for c in _coords_prop(op) or []]
+        elif isinstance(op, SliceOp):
+            src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
+        elif isinstance(op, ConcatOp):
+            src[op.result] = [b for v in op.inputs for b in src[v]]
+        if isinstance(op, OutputOp):
+            half, operands = LIVE_TO_END, [op.value]
+        elif isinstance(op, ThresholdOp | KvWriteOp | KvReadOp):
+            half, operands = half_index(op), list(op.operands)
+        else:
+            continue
+        for v in operands:
+            for b in src.get(v, []):
+                last[b] = max(last.get(b, half), half)
+    return last
 
 
 class ProgramBuilder:

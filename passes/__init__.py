@@ -13,6 +13,7 @@ _PASSES = {
     "simt-if-convert": ("simt_if_convert", "SimtIfConvertPass"),
     "simt-form-blocks": ("simt_form_blocks", "SimtFormBlocksPass"),
     "simt-allocate-registers": ("simt_allocate_registers", "SimtAllocateRegistersPass"),
+    "convert-simt-to-tensor": ("convert_simt_to_tensor", "ConvertSimtToTensorPass"),
     "tensor-schedule-layers": ("tensor_schedule_layers", "TensorScheduleLayersPass"),
 }
 

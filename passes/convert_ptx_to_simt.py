@@ -1,4 +1,4 @@
-"""`convert-ptx-to-simt{mem-words=128}`: instruction selection from `ptx` to `simt`.
+"""`convert-ptx-to-simt{mem-words=127}`: instruction selection from `ptx` to `simt`.
 
 Each PTX entry becomes a `simt.kernel` whose blocks are the PTX basic blocks
 (a conditional `@%p bra` becomes `simt.branch`, a plain `bra` or a fallthrough

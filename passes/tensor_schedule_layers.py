@@ -14,17 +14,24 @@ operands and the half's resources allow:
   has a free head (`heads`); the read's bits are ready after that half, so an
   MLP of the same layer may consume them.
 
-Residual coordinates are then allocated without reuse: coordinate 0 is the
-flag, then the inputs, the kv_read results (which hold −1 until their layer
-writes them), the threshold outputs in program order, and the pads
-(`tensor.pad`): each MLP half that writes n fresh ±1 bits lowers pads with
-Σ (P² − P'²) = n, and constant pads fill `sum(h²)` up to `64·hidden` so
-every RMSNorm scale is exactly 1/8. Running out of coordinates, neurons or
-heads is an error that names the limit and the amount.
+Residual coordinates are then allocated along lifetimes: coordinate 0 is
+the flag, then fresh coordinates for the inputs and the kv_read results
+(which hold −1 until their layer writes them). A bit is dead after the last
+half that reads it (a threshold or memory access in half h reads at h's
+input; outputs live to the end). Threshold outputs, in time order, take the
+lowest coordinate whose bit exists before their half and is dead by it
+(marked `overwrites`: one copy neuron each, while the half has neurons
+left), else a fresh one. Last the pads (`tensor.pad`): each MLP half that
+writes n fresh ±1 bits lowers pads with Σ (P² − P'²) = n (an overwritten
+coordinate stays ±1), and constant pads fill `sum(h²)` up to `64·hidden` so
+every RMSNorm scale is exactly 1/8. Running out of coordinates (the message
+counts the peak of live bits), neurons or heads is an error that names the
+limit and the amount.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -98,6 +105,7 @@ def strip_schedule(program: T.ProgramOp) -> None:
             op.erase()
         elif isinstance(op, T.PlacedOp):
             op.unplace()
+            op.properties.pop("overwrites", None)
         elif isinstance(op, T.InputOp):
             op.properties.pop("coords", None)
     for name in T.ProgramOp.LIMITS:
@@ -125,6 +133,51 @@ def _units(program: T.ProgramOp) -> list[_Unit]:
     return units
 
 
+def _producers(program: T.ProgramOp, units: list[_Unit]) -> dict[SSAValue, frozenset[int]]:
+    """Each value → the units (by index) whose results it is made of (views
+    look through to the bits they show; inputs come from no unit)."""
+    made_by: dict[SSAValue, int] = {}
+    for i, unit in enumerate(units):
+        for op in unit.ops:
+            if isinstance(op, T.ThresholdOp | T.KvReadOp):
+                made_by[op.results[0]] = i
+    out: dict[SSAValue, frozenset[int]] = {}
+    for op in program.ops():
+        for r in op.results:
+            if r in made_by:
+                out[r] = frozenset((made_by[r],))
+            elif isinstance(op, T.SliceOp | T.ConcatOp):
+                out[r] = frozenset().union(*(out[v] for v in op.operands))
+            else:
+                out[r] = frozenset()
+    return out
+
+
+def _in_dependency_order(program: T.ProgramOp, units: list[_Unit]):
+    """The units in the order the list scheduler takes them: always the first
+    (in program order) whose operands are all placed."""
+    producers = _producers(program, units)
+    needs = [set().union(*(producers[v] for v in u.deps)) - {i} for i, u in enumerate(units)]
+    users: list[list[int]] = [[] for _ in units]
+    for i, need in enumerate(needs):
+        for j in need:
+            users[j].append(i)
+    waiting = [len(n) for n in needs]
+    ready = [i for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    done = 0
+    while ready:
+        i = heapq.heappop(ready)
+        done += 1
+        yield units[i]
+        for j in users[i]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                heapq.heappush(ready, j)
+    if done < len(units):
+        raise _fail(program, "has a dataflow cycle through its memories")
+
+
 def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -> None:
     strip_schedule(program)
     ready: dict[SSAValue, int] = {}
@@ -132,26 +185,22 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
         if isinstance(op, T.InputOp):
             ready[op.result] = -1
 
-    def resolve_views() -> None:
-        for op in program.ops():
-            if isinstance(op, T.SliceOp | T.ConcatOp) and op.result not in ready and \
-                    all(v in ready for v in op.operands):
-                ready[op.result] = max((ready[v] for v in op.operands), default=-1)
+    def when(v: SSAValue) -> int:
+        """The half after which value v is ready (views: their latest bit)."""
+        if v not in ready:
+            op = v.owner
+            assert isinstance(op, T.SliceOp | T.ConcatOp), op
+            ready[v] = max((when(u) for u in op.operands), default=-1)
+        return ready[v]
 
     res = _Resources()
-    pending = _units(program)
     last_half = 0
-    while pending:
-        resolve_views()
-        unit = next((u for u in pending if all(v in ready for v in u.deps)), None)
-        if unit is None:
-            raise _fail(program, "has a dataflow cycle through its memories")
-        pending.remove(unit)
-        earliest = max((ready[v] for v in unit.deps), default=-1) + 1
+    for unit in _in_dependency_order(program, _units(program)):
+        earliest = max((when(v) for v in unit.deps), default=-1) + 1
         if unit.memory is None:
             op = unit.ops[0]
             assert isinstance(op, T.ThresholdOp)
-            need = op.neuron_count()
+            need = op.gadget_neuron_count()
             if need + 1 > intermediate:
                 raise _fail(program, f"has a tensor.threshold of {need} neurons; an MLP half "
                                      f"has {intermediate} including the constant neuron "
@@ -181,7 +230,10 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
                 if isinstance(op, T.KvReadOp):
                     ready[op.result] = half
         last_half = max(last_half, half)
-    resolve_views()
+    for op in program.ops():              # views nobody placed a unit after
+        for r in op.results:
+            if isinstance(op, T.SliceOp | T.ConcatOp):
+                when(r)
 
     # ---------------------------------------------------------------- coordinates
     n_layers = last_half // 2 + 1
@@ -194,21 +246,59 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
         next_coord += n
         return coords
 
+    last = _last_reads(program)
+    intervals: list[tuple[int, int]] = []     # [start, release) of every bit
+    released: list[tuple[int, int]] = []      # heap of (release half, coordinate)
+
+    def hold(op: Operation, i: int, c: int, start: int) -> None:
+        birth = T.birth_half(op)
+        release = max(last.get((op.results[0], i), birth), birth + 1)
+        intervals.append((start, release))
+        if release < T.LIVE_TO_END:
+            heapq.heappush(released, (release, c))
+
     for op in program.ops():
         if isinstance(op, T.InputOp):
-            op.properties["coords"] = T._dense(T.ranges_of(take(T.width_of(op.result))))
-            energy += T.width_of(op.result)
+            coords = take(T.width_of(op.result))
+            op.properties["coords"] = T._dense(T.ranges_of(coords))
+            energy += len(coords)
+            for i, c in enumerate(coords):
+                hold(op, i, c, -1)
     for op in program.ops():
         if isinstance(op, T.KvReadOp):
-            op.properties["coords"] = T._dense(T.ranges_of(take(T.width_of(op.result))))
-            energy += T.width_of(op.result)   # −1 until the read
+            coords = take(T.width_of(op.result))   # −1 from the start: never reused
+            op.properties["coords"] = T._dense(T.ranges_of(coords))
+            energy += len(coords)
+            for i, c in enumerate(coords):
+                hold(op, i, c, -1)
+    # thresholds in time order: an output bit takes the lowest coordinate whose
+    # bit is dead by its half (one copy neuron, while the half has neurons
+    # left), else a fresh one (paid for by a pad)
+    order = {op: n for n, op in enumerate(program.ops())}
+    thresholds = sorted((op for op in program.ops() if isinstance(op, T.ThresholdOp)),
+                        key=lambda op: (T.half_index(op), order[op]))
+    free: list[int] = []
     fresh: dict[int, int] = {}
-    for op in program.ops():
-        if isinstance(op, T.ThresholdOp):
-            op.properties["coords"] = T._dense(T.ranges_of(take(T.width_of(op.result))))
-            layer = op.placed_layer
-            assert layer is not None
-            fresh[layer] = fresh.get(layer, 0) + T.width_of(op.result)
+    copies: dict[int, int] = {}
+    for op in thresholds:
+        half = T.half_index(op)
+        while released and released[0][0] <= half:
+            heapq.heappush(free, heapq.heappop(released)[1])
+        coords, over = [], []
+        for i in range(T.width_of(op.result)):
+            if free and res.neurons.get(half, 1) + copies.get(half, 0) < intermediate:
+                c = heapq.heappop(free)
+                over.append(c)
+                copies[half] = copies.get(half, 0) + 1
+            else:
+                c = take(1)[0]
+                fresh[half // 2] = fresh.get(half // 2, 0) + 1
+            coords.append(c)
+            hold(op, i, c, half)
+        op.properties["coords"] = T._dense(T.ranges_of(coords))
+        if over:
+            op.properties["overwrites"] = T._dense(T.ranges_of(sorted(over)))
+    _lay_out_neurons(thresholds)
     pads: list[T.PadOp] = []
     for layer in sorted(fresh):
         for p, p_new in pad_parts(fresh[layer]):
@@ -223,7 +313,8 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     if next_coord > hidden:
         n_data = next_coord - len(pads)
         raise _fail(program, f"needs {next_coord} residual coordinates ({n_data} for the flag "
-                             f"and bits, {len(pads)} pads), the layers have hidden {hidden} "
+                             f"and bits, of which at most {peak_live(intervals)} bits live at "
+                             f"once, {len(pads)} pads), the layers have hidden {hidden} "
                              "(option hidden)")
     block = program.body.block
     for pad in pads:
@@ -232,6 +323,56 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     program.set_limit("hidden", hidden)
     program.set_limit("intermediate", intermediate)
     program.set_limit("heads", heads)
+
+
+def _last_reads(program: T.ProgramOp) -> dict[tuple[SSAValue, int], int]:
+    """The last half that reads each bit (value, index) of the program's
+    inputs, kv_read results and threshold results (slices and concats are
+    views); outputs read at `T.LIVE_TO_END`."""
+    src: dict[SSAValue, list[tuple[SSAValue, int]]] = {}
+    last: dict[tuple[SSAValue, int], int] = {}
+    for op in program.ops():
+        if isinstance(op, T.InputOp | T.ThresholdOp | T.KvReadOp):
+            src[op.result] = [(op.result, i) for i in range(T.width_of(op.result))]
+        elif isinstance(op, T.SliceOp):
+            src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
+        elif isinstance(op, T.ConcatOp):
+            src[op.result] = [b for v in op.inputs for b in src[v]]
+        if isinstance(op, T.OutputOp):
+            half, operands = T.LIVE_TO_END, [op.value]
+        elif isinstance(op, T.ThresholdOp | T.KvWriteOp | T.KvReadOp):
+            half, operands = T.half_index(op), list(op.operands)
+        else:
+            continue
+        for v in operands:
+            for b in src[v]:
+                last[b] = max(last.get(b, half), half)
+    return last
+
+
+def peak_live(intervals: list[tuple[int, int]]) -> int:
+    """Most bits holding a coordinate at once, over [start, release) intervals
+    of halves (a bit released at h frees its coordinate for a bit born at h)."""
+    events = sorted([(r, -1) for _, r in intervals] + [(s, 1) for s, _ in intervals])
+    live = peak = 0
+    for _, d in events:
+        live += d
+        peak = max(peak, live)
+    return peak
+
+
+def _lay_out_neurons(thresholds: list[T.ThresholdOp]) -> None:
+    """Neuron ranges again, now with the copy neurons, in each half in the order
+    the list scheduler packed them."""
+    by_half: dict[int, list[T.ThresholdOp]] = {}
+    for op in thresholds:
+        by_half.setdefault(T.half_index(op), []).append(op)
+    for ops in by_half.values():
+        lo = 1
+        for op in sorted(ops, key=lambda o: o.neurons.get_values()[0]):  # type: ignore[union-attr]
+            need = op.neuron_count()
+            op.properties["neurons"] = T._dense([lo, lo + need])
+            lo += need
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,9 @@ def _compile_parser() -> argparse.ArgumentParser:
                    help="with --stats: also the memory and EXEC steps of this launch")
     p.add_argument("--print-debuginfo", action="store_true",
                    help="print source locations (loc(...)) with the IR")
+    p.add_argument("--base-config", metavar="PATH",
+                   help="Qwen3.5 text config (JSON, or a checkpoint directory) the layers "
+                        "target (default: the 2B config)")
     _add_dump_flags(p)
     p.add_argument("--version", action="version", version=f"qgc {__version__}")
     return p
@@ -62,6 +65,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     p.add_argument("--base", default=os.environ.get("QGC_BASE"),
                    help="local Qwen3.5 checkpoint directory (model engine)")
+    p.add_argument("--base-config", metavar="PATH",
+                   help="without --base: the text config of the seeded stand-in (default: "
+                        "the 2B config)")
     return p
 
 
@@ -94,8 +100,13 @@ def _compile(args: argparse.Namespace) -> int:
         spec = args.passes
     elif args.emit:
         spec = stage_pipeline(args.emit)
-    else:  # full compilation runs what exists, then says which stage is missing
+    else:  # full compilation
         spec = stage_pipeline(deepest_stage())
+    if args.base_config is not None and args.passes is None:
+        from qgc.codegen import read_text_config, schedule_options
+        head, sep, _ = spec.partition("tensor-schedule-layers")
+        if sep:
+            spec = head + schedule_options(read_text_config(args.base_config))
     if args.print_pipeline:
         print(spec)
         return 0
@@ -108,24 +119,41 @@ def _compile(args: argparse.Namespace) -> int:
     if args.stats:
         from qgc.stats import format_stats
         before = format_stats(module, ptx_only=True)
-    driver.apply(ctx, module, spec, dumps)
+    schedule_note = None
+    if args.stats and args.passes is None and args.emit is None:
+        # resources of every level that fits: a schedule that does not fit the
+        # layers is reported, not fatal
+        spec, sep, sched = spec.partition(",tensor-schedule-layers")
+        driver.apply(ctx, module, spec, dumps)
+        try:
+            driver.apply(ctx, module, (sep + sched)[1:], dumps)
+        except QgcError as err:
+            schedule_note = f"qgc info: no layer schedule: {err}"
+    else:
+        driver.apply(ctx, module, spec, dumps)
     if args.stats:
         launch = None
         if args.launch:
             from qgc.runtime.launch import load_launch
             launch = load_launch(Path(args.launch))
         print(format_stats(module, launch, before=before))
+        if schedule_note:
+            print(schedule_note)
         return 0
-    if args.passes is None and args.emit is None:
-        raise QgcError("error: code generation (layers.safetensors) needs the `tensor` stage "
-                       "and the code generator, which do not exist yet; --emit=simt prints "
-                       "the machine listing", status=2)
+    if args.output is not None:
+        if args.passes is not None or args.emit is not None:
+            raise QgcError("error: -o writes the compiled layers of a full compilation; drop "
+                           "-p/--emit", status=2)
+        from qgc.codegen import write_compiled
+        size = write_compiled(module, args.output, args.base_config)
+        print(f"qgc: wrote {args.output} ({size / 1e6:.2f} MB)", file=sys.stderr)
+        return 0
     driver.print_ir(module, sys.stdout, args.print_debuginfo)
     return 0
 
 
 #: engine → the stage whose IR it executes; engines missing here do not exist yet.
-ENGINE_STAGES = {"ref": "ptx", "simt": "simt"}
+ENGINE_STAGES = {"ref": "ptx", "simt": "simt", "tensor": "tensor", "model": "tensor"}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -148,12 +176,58 @@ def _run(args: argparse.Namespace) -> int:
         if not kernels_of(module):  # PTX (or ptx IR) in: compile it to the machine first
             driver.apply(ctx, module, stage_pipeline("simt"))
         result = run_simt(module, launch)
+    elif args.engine == "tensor":
+        result = _run_tensor(ctx, module, launch)
+    elif args.engine == "model":
+        result = _run_model(ctx, module, launch, args)
     else:
         from qgc.runtime.ref import run_ref
         driver.apply(ctx, module, stage_pipeline("ptx"))
         result = run_ref(module, launch, warp_size=args.warp_size)
     print(format_result(result.buffers))
     return 0
+
+
+def _run_tensor(ctx, module, launch):
+    from qgc import driver
+    from qgc.dialects import tensor
+    from qgc.dialects.simt import kernels_of
+    from qgc.passes.convert_simt_to_tensor import vocabulary_of
+    from qgc.pipeline import stage_pipeline
+    from qgc.runtime.simt_engine import pick_kernel
+    from qgc.runtime.trace import run_trace, tensor_stepper
+
+    if not tensor.programs_of(module):  # the ideal engine needs no layer schedule
+        spec = stage_pipeline("tensor").split(",tensor-schedule-layers")[0]
+        if kernels_of(module):  # a machine listing in: lower it from the simt level on
+            spec = spec[spec.index("convert-simt-to-tensor"):]
+        driver.apply(ctx, module, spec)
+    kernel = pick_kernel(module, launch.kernel)
+    (program,) = [p for p in tensor.programs_of(module)
+                  if p.program_name == f"{kernel.kernel_name}_step"]
+    vocab = vocabulary_of(program)
+    return run_trace(kernel, vocab, launch, tensor_stepper(program, vocab))
+
+
+def _run_model(ctx, module, launch, args):
+    import torch
+
+    from qgc import driver
+    from qgc.codegen import compiled_machine, schedule_options
+    from qgc.pipeline import stage_pipeline
+    from qgc.runtime.model import load_base, load_text_config
+    from qgc.runtime.model_engine import CompiledMachine, build_model, model_stepper
+    from qgc.runtime.trace import run_trace
+    dtype = getattr(torch, args.dtype)
+    config = load_text_config(args.base or args.base_config)
+    spec = stage_pipeline("tensor")
+    spec = spec.partition("tensor-schedule-layers")[0] + schedule_options(config)
+    driver.apply(ctx, module, spec)
+    compiled, readout, vocab, kernel = compiled_machine(module, config)
+    base = load_base(args.base, config, dtype=dtype)
+    base_vocab = base.config.vocab_size
+    model = build_model(CompiledMachine(compiled, vocab), base, dtype)
+    return run_trace(kernel, vocab, launch, model_stepper(model, vocab, base_vocab))
 
 
 if __name__ == "__main__":

@@ -105,6 +105,32 @@ def simt_lines(module: builtin.ModuleOp, launch=None) -> list[str]:
     return lines
 
 
+def tensor_lines(module: builtin.ModuleOp) -> list[str]:
+    from qgc.dialects import tensor
+    lines = []
+    for p in tensor.programs_of(module):
+        ops = p.ops()
+        rows = [op for op in ops if isinstance(op, tensor.ThresholdOp)]
+        bits = sum(tensor.width_of(op.result) for op in rows)
+        neurons = sum(op.neuron_count() for op in rows)
+        memories = p.memories()
+        line = (f"qgc info: step program '{p.program_name}' (tensor level): {len(rows)} "
+                f"threshold ops ({bits} bits, {neurons} neurons), {len(memories)} memory heads")
+        layers = p.limit("layers")
+        if layers is not None:
+            per_layer = [0] * layers
+            heads = [0] * layers
+            for op in rows:
+                per_layer[op.placed_layer] += op.neuron_count()
+            for m in memories.values():
+                heads[m.placed_layer] += 1
+            line += (f"; {layers} layers of hidden {p.limit('hidden')}: MLP neurons per layer "
+                     f"{' '.join(map(str, per_layer))}; heads per layer "
+                     f"{' '.join(map(str, heads))}")
+        lines.append(line)
+    return lines
+
+
 def format_stats(module: builtin.ModuleOp, launch=None, before: str | None = None,
                  ptx_only: bool = False) -> str:
     """Resources at every level the module has been through: `before` holds the
@@ -120,6 +146,7 @@ def format_stats(module: builtin.ModuleOp, launch=None, before: str | None = Non
     if not sl:
         lines.append("qgc info: machine-level resources (blocks, registers, memory words) "
                      "need the simt stage (--emit=simt or a full compile)")
-    lines.append("qgc info: layers, heads and MLP neurons need the tensor stage, which does "
-                 "not exist yet")
+    tl = tensor_lines(module)
+    lines += tl or ["qgc info: layers, heads and MLP neurons need the tensor stage "
+                    "(--emit=tensor or a full compile)"]
     return "\n".join(lines)

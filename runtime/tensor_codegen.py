@@ -20,7 +20,10 @@ MLP half (the neuron gadget, `ThresholdRow.gadget`): neuron n has gate
 for G = 0 or |G| ≥ ½ (SiLU(≥128) is the identity, SiLU(≤−128) is −0); neuron 0
 is the constant neuron (G = 1). An output bit f = base + Σ sign·ReLU(G) lands
 on its fresh coordinate as `2f − 1` through the down projection; pads move by
-the constant neuron.
+the constant neuron. A coordinate the threshold `overwrites` holds a dead bit
+`2·b_old − 1`: one more neuron, the copy neuron with G = b_old (0 or 1) and
+down weight −2, and +1 from the constant neuron, make the change exactly
+`(2f − 1) − (2·b_old − 1)`.
 
 Attention half (the memory head): conv1d a pass-through of the current token,
 `A_log = −30` (e^g == 1.0), `β = sigmoid(32) == 1.0`. Key pre-activation 64 at
@@ -371,6 +374,7 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp], pads: list[T.PadO
         assert placed is not None
         n = placed.get_values()[0]
         inputs = [c for v in op.inputs for c in coords[v]]
+        overwritten = set(op.overwritten_coords())
         for row, out_coord in zip(op.row_list(), coords[op.result], strict=True):
             g = row.gadget()
             form, t = row.form()
@@ -382,6 +386,17 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp], pads: list[T.PadO
                 layer.add(down, (out_coord, n), 2.0 * sign)
                 n += 1
             layer.add(down, (out_coord, 0), 2.0 * g.base - 1.0)
+            if out_coord in overwritten:
+                # the copy neuron: G = b_old (0 or 1, exact), down −2, and +1 from the
+                # constant neuron, so the coordinate moves by (2f − 1) − (2·b_old − 1)
+                _affine(layer, gate, n, [(out_coord, 1.0)], 0.0, NEURON_SCALE)
+                layer.add(up, (n, flag), 1.0 / NEURON_SCALE)
+                layer.add(down, (out_coord, n), -2.0)
+                layer.add(down, (out_coord, 0), 1.0)
+                n += 1
+        if n != placed.get_values()[1]:
+            raise CodegenError(f"tensor.threshold placed on neurons {list(placed.get_values())} "
+                               f"uses {n - placed.get_values()[0]}")
         top = max(top, n)
     for pad in pads:
         assert pad.new_value is not None
@@ -497,9 +512,10 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
         _compile_layer_constants(layers[i], config, used[i])
     for layer in layers:
         layer.check_bf16()
-    used = 1 + sum(len(c) for c in [coords[op.result] for op in program.ops()
-                                     if isinstance(op, T.InputOp | T.ThresholdOp | T.KvReadOp)])
-    used += len(program.pads())
+    bit_coords = {c for op in program.ops()
+                  if isinstance(op, T.InputOp | T.ThresholdOp | T.KvReadOp)
+                  for c in coords[op.result]}
+    used = 1 + len(bit_coords) + len(program.pads())
     compiled = CompiledProgram(program, config, layers, coords, Usage(neurons, heads, used))
     _check_energy(compiled)
     return compiled
@@ -507,7 +523,8 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
 
 def _check_energy(compiled: CompiledProgram) -> None:
     """sum(h²) of a token is 64·hidden at the start and stays so (pads balance
-    the fresh bits of every MLP half)."""
+    the fresh bits of every MLP half; an overwritten coordinate goes from ±1 to
+    ±1)."""
     program = compiled.program
     energy = FLAG_VALUE ** 2
     for op in program.ops():
@@ -520,7 +537,8 @@ def _check_energy(compiled: CompiledProgram) -> None:
         raise CodegenError(f"tensor program '{program.program_name}' starts with sum(h²) = "
                            f"{energy}, not 64·hidden = {target}")
     for i in range(len(compiled.layers)):
-        fresh = sum(len(compiled.coords[op.result]) for op in program.ops()
+        fresh = sum(len(compiled.coords[op.result]) - len(op.overwritten_coords())
+                    for op in program.ops()
                     if isinstance(op, T.ThresholdOp) and op.placed_layer == i)
         drop = sum(op.value.value.data ** 2 - op.new_value.value.data ** 2
                    for op in program.pads() if op.new_value is not None and op.layer is not None

@@ -88,10 +88,11 @@ def test_skeleton_resources(compiler, suffix):
         module = compile_simt(EXAMPLES / name / f"{name}{suffix}")
         (kernel,) = simt.kernels_of(module)
         s = simt_kernel_stats(kernel)
-        assert s["blocks"] == 2 and s["max_ops"] <= 8 and s["registers"] <= 15
+        # one block of at most 16 ops: each warp's whole thread in one EXEC step
+        assert s["blocks"] == 1 and s["max_ops"] <= 16 and s["registers"] <= 15
         result = run_simt(module, load_launch(EXAMPLES / name / "launch.json"))
-        assert result.stats["exec_steps"] == 2 * warps
-        assert result.stats["per_warp_steps"] == [2] * warps
+        assert result.stats["exec_steps"] == warps
+        assert result.stats["per_warp_steps"] == [1] * warps
 
 
 def test_every_pass_leaves_an_executable_kernel():
@@ -125,7 +126,7 @@ def test_partial_warp_and_several_ctas():
         driver.apply(ctx, module, PIPELINE)
         result = run_simt(module, launch)
         assert result.buffers == ref.buffers
-        assert result.stats["warps"] == 3 and result.stats["exec_steps"] == 6
+        assert result.stats["warps"] == 3 and result.stats["exec_steps"] == 3
 
 
 def test_atomics_from_every_lane_on_one_word():
@@ -252,7 +253,7 @@ def test_max_ops_shapes_the_blocks():
 
 def test_limit_mem_words():
     module = compile_simt(EXAMPLES / "vector_add" / "vector_add.ptx",
-                          PIPELINE.replace("mem-words=128", "mem-words=32"))
+                          PIPELINE.replace("mem-words=127", "mem-words=32"))
     with pytest.raises(LaunchError, match=re.escape(
             "the launch needs 34 words of machine memory (4 for parameters, 6 for bounds, "
             "8 for 'vector_add_param_0', 8 for 'vector_add_param_1', 8 for "
@@ -349,10 +350,11 @@ def test_cli_stats_at_the_simt_level(capsys):
                  str(EXAMPLES / "vector_add" / "launch.json")]) == 0
     out = capsys.readouterr().out
     assert "kernel 'vector_add' (ptx level)" in out
-    assert re.search(r"kernel 'vector_add' \(simt level\): 2 blocks of 32, 16 ops, ops per "
-                     r"block max 8 of 8 mean 8\.00, registers \d+ of 15 per lane", out)
-    assert "memory 34 of 128 words (params 4, bounds 6, buffer 0 (vector_add_param_0) 8" in out
-    assert "4 EXEC steps over 2 warps in 2 CTAs (per warp: 2 2)" in out
+    assert re.search(r"kernel 'vector_add' \(simt level\): 1 blocks of 32, 16 ops, ops per "
+                     r"block max 16 of 16 mean 16\.00, registers \d+ of 15 per lane", out)
+    assert "memory 34 of 127 words (params 4, bounds 6, buffer 0 (vector_add_param_0) 8" in out
+    assert "2 EXEC steps over 2 warps in 2 CTAs (per warp: 1 1)" in out
+    assert "step program 'vector_add_step' (tensor level)" in out
 
 
 # --------------------------------------------------------- random programs

@@ -106,6 +106,13 @@ def add32x4() -> T.ProgramOp:
     3. s = [a + b + c_in − 2·c_out ≥ 1] per bit."""
     bld = T.ProgramBuilder("add32x4")
     a, b = bld.input("a", 128), bld.input("b", 128)
+    bld.output("s", add32x4_of(bld, a, b))
+    return bld.program
+
+
+def add32x4_of(bld: T.ProgramBuilder, a, b):
+    """The three threshold ops of `add32x4` on 128-bit values a, b (4 lanes of
+    32 bits); returns the sum."""
     rows1, idx1 = [], {}
 
     def bit(ln, i):
@@ -162,9 +169,7 @@ def add32x4() -> T.ProgramOp:
                 if cin(k) is not None:
                     terms[cin(k)] = 1
                 rows3.append((terms, 1))
-    s = bld.threshold([a, b, gp, carry], rows3)
-    bld.output("s", s)
-    return bld.program
+    return bld.threshold([a, b, gp, carry], rows3)
 
 
 W_M, W_N = 13, 64

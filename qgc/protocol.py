@@ -1,0 +1,212 @@
+"""The token protocol: the GPU vocabulary and what each token means.
+
+A launch runs as a stream of GPU tokens (new embedding rows of the merged
+model). Four kinds, each with its fields (docs/machine.md, "Token protocol"):
+
+- `A(k, a)`   — record header: record slot k of the current step writes the
+  machine word at address `a` (bit 7 of `a` set: the launch area);
+- `D(j, top, v)` — byte j (0..3) of the current record is `v`; bytes go low
+  to high and the record ends at the `top` byte (higher bytes are zero);
+- `EXEC(w, b)` — warp w executes machine block b (appended by the host);
+- `END(n)`    — the model's report that the step is over: the warp continues
+  at block n, or has exited (`n == blocks`).
+
+The launch prompt is records (the initial memory); after each `EXEC` the
+model's greedy continuation is the step's records, then `END`. The host only
+appends tokens, picks the next warp and formats numbers.
+
+This module is pure Python (no xDSL, no torch): the lowering, the engines and
+the runtime share it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+KINDS = ("A", "D", "EXEC", "END")
+#: Bits of a record address: 128 word-memory slots, then 128 launch-area slots.
+ADDRESS_BITS = 8
+LAUNCH_AREA = 1 << (ADDRESS_BITS - 1)
+BYTES = 4
+
+
+@dataclass(frozen=True)
+class Token:
+    """One GPU token with its fields (the fields its kind does not use are 0)."""
+
+    kind: str
+    k: int = 0        # A: record slot
+    a: int = 0        # A: word address
+    j: int = 0        # D: byte index
+    top: int = 0      # D: last byte of the record
+    v: int = 0        # D: byte value
+    w: int = 0        # EXEC: warp
+    b: int = 0        # EXEC: block; END: next block (== blocks: exited)
+
+    def spelled(self) -> str:
+        if self.kind == "A":
+            return f"A({self.k},{self.a})"
+        if self.kind == "D":
+            return f"D({self.j}{'*' if self.top else ''},{self.v})"
+        if self.kind == "EXEC":
+            return f"EXEC({self.w},{self.b})"
+        return f"END({self.b})"
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The GPU tokens of one compiled kernel: `records` record slots per step,
+    `blocks` machine blocks, `warps` warps at most. Token ids are dense from 0
+    (the runtime adds the base vocabulary's size)."""
+
+    records: int
+    blocks: int
+    warps: int
+
+    @property
+    def warp_bits(self) -> int:
+        return max(1, (self.warps - 1).bit_length())
+
+    @cached_property
+    def _offsets(self) -> dict[str, int]:
+        sizes = {"A": self.records << ADDRESS_BITS, "D": BYTES * 2 * 256,
+                 "EXEC": self.warps * self.blocks, "END": self.blocks + 1}
+        out, at = {}, 0
+        for kind in KINDS:
+            out[kind] = at
+            at += sizes[kind]
+        out["size"] = at
+        return out
+
+    @property
+    def size(self) -> int:
+        return self._offsets["size"]
+
+    def id_of(self, t: Token) -> int:
+        base = self._offsets[t.kind]
+        if t.kind == "A":
+            return base + (t.k << ADDRESS_BITS) + t.a
+        if t.kind == "D":
+            return base + ((t.j * 2 + t.top) << 8) + t.v
+        if t.kind == "EXEC":
+            return base + t.w * self.blocks + t.b
+        return base + t.b
+
+    def token(self, token_id: int) -> Token:
+        if not 0 <= token_id < self.size:
+            raise ValueError(f"token id {token_id} is outside the GPU vocabulary "
+                             f"({self.size} tokens)")
+        for kind in reversed(KINDS):
+            base = self._offsets[kind]
+            if token_id >= base:
+                r = token_id - base
+                break
+        if kind == "A":
+            return Token("A", k=r >> ADDRESS_BITS, a=r & ((1 << ADDRESS_BITS) - 1))
+        if kind == "D":
+            return Token("D", j=(r >> 8) // 2, top=(r >> 8) % 2, v=r & 255)
+        if kind == "EXEC":
+            return Token("EXEC", w=r // self.blocks, b=r % self.blocks)
+        return Token("END", b=r)
+
+    def tokens(self) -> list[Token]:
+        return [self.token(i) for i in range(self.size)]
+
+    # ------------------------------------------------------------ embedding fields
+    def inputs(self, t: Token) -> dict[str, list[int]]:
+        """The bits this token's embedding carries (the tensor program's inputs):
+        kind flags, its fields, and token-level predicates precomputed into the
+        embedding so that no layer has to compute them."""
+        kind = {k: int(t.kind == k) for k in KINDS}
+        is_d, top = kind["D"], int(t.kind == "D" and t.top)
+        own = [0] * (8 * BYTES)
+        if is_d:
+            own[8 * t.j:8 * t.j + 8] = bits(t.v, 8)
+        next_j = [0] * BYTES
+        if t.kind == "A":
+            next_j[0] = 1
+        elif is_d and not t.top and t.j + 1 < BYTES:
+            next_j[t.j + 1] = 1
+        return {
+            "is_a": [kind["A"]], "is_d": [is_d], "is_exec": [kind["EXEC"]],
+            "is_top": [top], "is_record": [kind["A"] | is_d],
+            "reads_outbox": [kind["A"] | is_d | kind["EXEC"]],
+            "rec_k": onehot(t.k if t.kind == "A" else None, self.records),
+            "rec_a": bits(t.a if t.kind == "A" else 0, ADDRESS_BITS),
+            "stage_byte": [int(is_d and t.j == i) for i in range(BYTES - 1)],
+            "read_byte": [int(top and i < t.j) for i in range(BYTES - 1)],
+            "own_word": own,
+            "next_j": next_j,
+            "exec_w": bits(t.w if t.kind == "EXEC" else 0, self.warp_bits),
+            "exec_b": onehot(t.b if t.kind == "EXEC" else None, self.blocks),
+            "code": self.code(t),
+        }
+
+    #: The step's outputs, in order: the fields of the token the machine names next.
+    OUTPUTS = ("next_kind", "next_k", "next_a", "next_j", "next_top", "next_v", "next_end")
+
+    def output_fields(self, t: Token) -> dict[str, list[int]]:
+        """The outputs that name token `t` (fields of other kinds all zero)."""
+        is_a, is_d, is_end = t.kind == "A", t.kind == "D", t.kind == "END"
+        return {
+            "next_kind": [int(t.kind == k) for k in KINDS],
+            "next_k": onehot(t.k if is_a else None, self.records),
+            "next_a": bits(t.a if is_a else 0, ADDRESS_BITS),
+            "next_j": onehot(t.j if is_d else None, BYTES),
+            "next_top": [int(is_d and t.top)],
+            "next_v": bits(t.v if is_d else 0, 8),
+            "next_end": onehot(t.b if is_end else None, self.blocks + 1),
+        }
+
+    def code(self, t: Token) -> list[int]:
+        """The token's *code*: its output fields side by side. Every embedding
+        row carries it; the last compiled layer writes the next token's code,
+        greatly amplified, onto the same coordinates, so the LM head's argmax
+        is that token."""
+        fields = self.output_fields(t)
+        return [b for name in self.OUTPUTS for b in fields[name]]
+
+    def from_outputs(self, out: dict[str, list[int]]) -> Token:
+        """The token the step's output fields name (`next_*` outputs)."""
+        kind = [k for k, bit in zip(KINDS, out["next_kind"], strict=True) if bit]
+        if len(kind) != 1:
+            raise ValueError(f"the output names {len(kind)} token kinds")
+        k = kind[0]
+        if k == "A":
+            return Token("A", k=index_of(out["next_k"]), a=value(out["next_a"]))
+        if k == "D":
+            return Token("D", j=index_of(out["next_j"]), top=out["next_top"][0],
+                         v=value(out["next_v"]))
+        if k == "END":
+            return Token("END", b=index_of(out["next_end"]))
+        raise ValueError("the model never emits EXEC")
+
+
+def bits(x: int, width: int) -> list[int]:
+    return [(x >> i) & 1 for i in range(width)]
+
+
+def value(bs: list[int]) -> int:
+    return sum(int(b) << i for i, b in enumerate(bs))
+
+
+def onehot(i: int | None, n: int) -> list[int]:
+    return [int(i == j) for j in range(n)]
+
+
+def index_of(onehot_bits: list[int]) -> int:
+    ones = [i for i, b in enumerate(onehot_bits) if b]
+    if len(ones) != 1:
+        raise ValueError(f"expected one bit set, got {ones}")
+    return ones[0]
+
+
+def record_tokens(k: int, address: int, word: int) -> list[Token]:
+    """A record: `A(k, address)` then the bytes of `word` up to its top
+    non-zero byte (at least one)."""
+    top = max((i for i in range(BYTES) if (word >> (8 * i)) & 255), default=0)
+    out = [Token("A", k=k, a=address)]
+    for i in range(top + 1):
+        out.append(Token("D", j=i, top=int(i == top), v=(word >> (8 * i)) & 255))
+    return out

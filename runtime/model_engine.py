@@ -1,0 +1,103 @@
+"""The `model` engine: the launch through transformers' own forward.
+
+The scheduled step program becomes stock Qwen3.5 linear-attention decoder
+layers (`runtime/tensor_codegen.py`) plus one *readout* layer; they go in
+front of the base model's layers in one stock `Qwen3_5ForCausalLM`
+(`runtime/model.py`), and the GPU tokens are new embedding rows:
+
+- a GPU token's row is the residual vector its step program expects (the
+  encoding of its fields, `CompiledProgram.encode`), which includes its
+  *code* (`Vocabulary.code`): its output-style fields as ±1;
+- the readout layer's MLP (`runtime/readout.py`) writes `gain · (2b − 1)` for every output
+  bit b of the step onto the code coordinates. After the base layers and the
+  final norm the residual points along the next token's code, so the tied LM
+  head's argmax is that token (a row's logit falls by 2·gain per code bit it
+  differs in; text rows are small).
+
+The host loop (`runtime/trace.py`) then decodes token by token with the
+model's own cache: the greedy continuation is the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from qgc import protocol as P
+from qgc.runtime.readout import readout_layer
+from qgc.runtime.tensor_codegen import CompiledProgram, SparseLayer, param_shapes
+
+
+class LayerStates(Sequence):
+    """Dense state dicts of the compiled layers plus the readout, on demand."""
+
+    def __init__(self, compiled: CompiledProgram, readout: SparseLayer, dtype: Any):
+        self.compiled, self.readout, self.dtype = compiled, readout, dtype
+
+    def __len__(self) -> int:
+        return len(self.compiled.layers) + 1
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if index < 0 or index >= len(self):
+            raise IndexError(index)
+        layer = self.compiled.layers[index] if index < len(self.compiled.layers) \
+            else self.readout
+        return dense_state(layer, self.compiled.config, self.dtype)
+
+
+def dense_state(layer: SparseLayer, config: Any, dtype: Any) -> dict[str, torch.Tensor]:
+    """Dense tensors of one sparse layer (names inside the decoder layer)."""
+    out = {}
+    for name, shape in param_shapes(config).items():
+        t = torch.zeros(shape, dtype=dtype)
+        table = layer.weights.get(name, {})
+        if table:
+            idx = torch.tensor(list(table.keys()), dtype=torch.long).T
+            t.index_put_(tuple(idx), torch.tensor(list(table.values()), dtype=dtype))
+        out[name] = t
+    return out
+
+
+@dataclass
+class CompiledMachine:
+    """Everything the model engine needs of a compiled kernel."""
+
+    compiled: CompiledProgram
+    vocab: P.Vocabulary
+
+    def layer_states(self, dtype: Any) -> LayerStates:
+        """The compiled layers and the readout, each made dense only when
+        `merge` takes it (a 2B-shaped layer is 58.8 M weights)."""
+        return LayerStates(self.compiled, readout_layer(self.compiled), dtype)
+
+    def gpu_rows(self) -> torch.Tensor:
+        rows = [self.compiled.encode(self.vocab.inputs(t)) for t in self.vocab.tokens()]
+        return torch.tensor(rows, dtype=torch.float64)
+
+
+def build_model(machine: CompiledMachine, base, dtype: torch.dtype):
+    from qgc.runtime.model import merge
+    return merge(base, machine.layer_states(dtype), machine.gpu_rows()).to(dtype)
+
+
+def model_stepper(model, vocab: P.Vocabulary, base_vocab: int):
+    """Greedy decoding with the model's cache, one token at a time."""
+    from transformers import DynamicCache
+    cache = DynamicCache(config=model.config)
+    position = 0
+
+    @torch.no_grad()
+    def step(t: P.Token) -> P.Token | None:
+        nonlocal position
+        ids = torch.tensor([[base_vocab + vocab.id_of(t)]])
+        out = model(input_ids=ids, past_key_values=cache, use_cache=True,
+                    position_ids=torch.tensor([[position]]))
+        position += 1
+        best = int(out.logits[0, -1].argmax())
+        if best < base_vocab:
+            return None
+        return vocab.token(best - base_vocab)
+    return step

@@ -1,0 +1,301 @@
+"""Coordinate reuse in `tensor-schedule-layers` (docs/machine.md, "The tensor
+level (core)"): a threshold output may overwrite a coordinate whose bit is dead
+by its MLP half (`overwrites`, one copy neuron per bit), so programs whose bits
+outnumber `hidden` fit as long as their live bits do.
+
+- a chain of four 4-lane 32-bit adds (a + 4b, through a memory round trip of
+  64 bits) at hidden 1024: 2272 bits in all, schedules with reuse, and its
+  weights run through stock `Qwen3_5DecoderLayer` modules in float32 and
+  bfloat16 bit for bit like the ideal engine, sum(h²) = 64·hidden after every
+  half-layer; thresholds overwrite kv_read and input coordinates;
+- the lifetime verifier: an overwrite before the last read, of an output, of
+  nothing, an unmarked or non-threshold sharer are refused.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+from qgc.dialects import tensor as T
+from qgc.passes.tensor_schedule_layers import peak_live, schedule
+from qgc.runtime.tensor_codegen import compile_program, margins
+from qgc.runtime.tensor_engine import from_bits, run_tensor, to_bits
+
+torch = pytest.importorskip("torch")
+
+from test_tensor_core import (  # noqa: E402
+    DTYPES,
+    EDGE,
+    HEADS,
+    HIDDEN,
+    INTERMEDIATE,
+    MASK,
+    StockRun,
+    add32x4_of,
+    check_outputs,
+    small_config,
+)
+
+ADDS = 4
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def add_chain() -> T.ProgramOp:
+    """s = a + 4·b per 32-bit lane as four chained adds; the first sum's low
+    64 bits go through a memory (written and read by the same token)."""
+    bld = T.ProgramBuilder("add_chain")
+    a, b, key = bld.input("a", 128), bld.input("b", 128), bld.input("key", 1)
+    s = add32x4_of(bld, a, b)
+    bld.memory("m", 2, 64)
+    bld.kv_write("m", "binary", key, bld.slice(s, 0, 64))
+    r = bld.kv_read("m", "binary", key)
+    s = bld.concat([r, bld.slice(s, 64, 128)])
+    for _ in range(ADDS - 1):
+        s = add32x4_of(bld, s, b)
+    bld.output("s", s)
+    return bld.program
+
+
+def bit_counts(program: T.ProgramOp) -> tuple[int, int]:
+    """(peak of live bits, total bits) of a scheduled program."""
+    reads = T.bit_reads(program)
+    intervals, total = [], 0
+    for op in program.ops():
+        if isinstance(op, T.InputOp | T.KvReadOp | T.ThresholdOp):
+            birth = T.birth_half(op)
+            start = birth if isinstance(op, T.ThresholdOp) else -1
+            for c in T.coords_of(op.coords.get_values()):  # type: ignore[union-attr]
+                intervals.append((start, max(reads.get((op, c), birth), birth + 1)))
+                total += 1
+    return peak_live(intervals), total
+
+
+def coords(op) -> set[int]:
+    return set(T.coords_of(op.coords.get_values()))
+
+
+def text_of(op) -> str:
+    from xdsl.printer import Printer
+    out = io.StringIO()
+    Printer(stream=out).print_op(op)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def chain():
+    program = add_chain()
+    program.verify()
+    schedule(program, HIDDEN, INTERMEDIATE, HEADS)
+    program.verify()
+    return program
+
+
+def test_chain_fits_only_with_reuse(chain):
+    peak, total = bit_counts(chain)
+    used = {c for op in chain.ops() if isinstance(op, T.InputOp | T.KvReadOp | T.ThresholdOp)
+            for c in coords(op)}
+    print(f"\nadd chain ({ADDS} × add32x4): {total} bits, peak {peak} live, "
+          f"{len(used)} bit coordinates, {len(chain.pads())} pads, "
+          f"{chain.limit('layers')} layers")
+    assert total > HIDDEN > peak
+    assert len(used) == peak            # greedy reuse reaches the peak here
+    reads = [c for op in chain.ops() if isinstance(op, T.KvReadOp) for c in coords(op)]
+    inputs = {c for op in chain.inputs() for c in coords(op)}
+    over = {c for op in chain.ops() if isinstance(op, T.ThresholdOp)
+            for c in op.overwritten_coords()}
+    assert set(reads) & over, "no threshold overwrites a kv_read coordinate"
+    assert inputs & over, "no threshold overwrites an input coordinate"
+    for op in chain.ops():
+        if isinstance(op, T.ThresholdOp):
+            assert op.neuron_count() == op.gadget_neuron_count() + len(op.overwritten_coords())
+
+
+def test_chain_without_reuse_would_not_fit(chain):
+    _, total = bit_counts(chain)
+    assert 1 + total > HIDDEN
+    with pytest.raises(DiagnosticException, match=r"needs \d+ residual coordinates \(\d+ for the "
+                                                  r"flag and bits, of which at most \d+ bits "
+                                                  r"live at once, \d+ pads\), the layers have "
+                                                  r"hidden 600"):
+        schedule(add_chain(), 600, INTERMEDIATE, HEADS)
+
+
+def test_chain_roundtrip_and_reschedule(ctx, chain):
+    from xdsl.parser import Parser
+    text = text_of(chain)
+    assert " overwrites [" in text
+    parsed = Parser(ctx, text).parse_op()
+    parsed.verify()
+    assert text_of(parsed) == text
+    again = add_chain()
+    schedule(again, HIDDEN, INTERMEDIATE, HEADS)
+    schedule(again, HIDDEN, INTERMEDIATE, HEADS)   # rescheduling strips `overwrites`
+    assert text_of(again) == text
+
+
+@pytest.fixture(scope="module")
+def compiled(chain):
+    return compile_program(chain, small_config())
+
+
+def test_chain_codegen(compiled):
+    m = margins(compiled.program)
+    assert m.min_active >= 0.5 and m.max_active <= 255
+    layers = compiled.program.limit("layers")
+    assert len(compiled.usage.neurons) == layers
+    assert compiled.usage.coords <= HIDDEN
+    print(f"\nadd chain: neurons per layer {compiled.usage.neurons}, "
+          f"{compiled.usage.coords} coordinates")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_chain_stock(compiled, dtype):
+    rng = random.Random(11)
+    pairs = [(x, y) for x in EDGE[:8] for y in EDGE] + \
+        [(rng.randrange(MASK + 1), rng.randrange(MASK + 1)) for _ in range(24)]
+    pairs += [(0, 0)] * (-len(pairs) % 4)
+    tokens, expected = [], []
+    for t in range(0, len(pairs), 4):
+        lanes = pairs[t:t + 4]
+        inputs = {"a": [bit for x, _ in lanes for bit in to_bits(x, 32)],
+                  "b": [bit for _, y in lanes for bit in to_bits(y, 32)],
+                  "key": [rng.randrange(2)]}
+        out, _ = run_tensor(compiled.program, inputs)
+        for lane, (x, y) in enumerate(lanes):
+            assert from_bits(out["s"][32 * lane:32 * lane + 32]) == (x + ADDS * y) & MASK
+        tokens.append(compiled.encode(inputs))
+        expected.append(out)
+    run = StockRun(compiled, dtype)
+    h_out = run.prefill(torch.tensor(tokens, dtype=torch.float64))
+    check_outputs(compiled, h_out, expected)
+    assert run.min_active >= 0.5 and run.max_inactive <= -0.5
+    assert run.halves_checked == 1 + 2 * compiled.program.limit("layers")
+    print("\n" + run.report(f"add chain, {len(pairs)} lane-adds"))
+
+
+# ----------------------------------------------------------------- the verifier
+
+def small_scheduled() -> T.ProgramOp:
+    """%b is read only by %and in mlp 0, which overwrites it; %x (mlp 1) reads
+    %and and overwrites %a's first coordinate."""
+    bld = T.ProgramBuilder("p")
+    a, b = bld.input("a", 2), bld.input("b", 2)
+    k = bld.input("key", 1)
+    and_ = bld.threshold([a, b], [({0: 1, 2: 1}, 2), ({1: 1, 3: 1}, 2)])
+    bld.memory("m", 2, 2)
+    bld.kv_write("m", "binary", k, and_)
+    r = bld.kv_read("m", "binary", k)
+    x = bld.threshold([r, a], [({0: 1, 1: 1, 2: 1}, 2)])
+    bld.output("x", x)
+    bld.output("and", and_)
+    schedule(bld.program, 64, 8, 1)
+    bld.program.verify()
+    return bld.program
+
+
+def ops_of(program):
+    th = [op for op in program.ops() if isinstance(op, T.ThresholdOp)]
+    return th, program.inputs(), [op for op in program.ops() if isinstance(op, T.KvReadOp)]
+
+
+def test_small_schedule_reuses():
+    program = small_scheduled()
+    (and_, x), (a, b, _), (r,) = ops_of(program)
+    assert coords(and_) == coords(b) == set(and_.overwritten_coords())
+    assert coords(x) == {min(coords(a))} == set(x.overwritten_coords())
+    assert and_.neuron_count() == 4 and x.neuron_count() == 3
+    compile_program(program, small_config(hidden_size=64, intermediate_size=8))
+
+
+def _set(op, name, values):
+    op.properties[name] = T._dense(T.ranges_of(sorted(values)))
+
+
+def test_verifier_refuses_unmarked_sharing():
+    program = small_scheduled()
+    (and_, _), _, _ = ops_of(program)
+    del and_.properties["overwrites"]
+    and_.properties["neurons"] = T._dense([1, 3])
+    with pytest.raises(VerifyException, match=r"tensor.threshold .* and input 'b' share "
+                                              r"coordinate 3"):
+        program.verify()
+
+
+def test_verifier_refuses_overwrite_before_last_read():
+    program = small_scheduled()
+    (_, x), (a, _, _), _ = ops_of(program)
+    # %x (mlp 1) onto %a's second coordinate is fine, it reads %a itself; onto
+    # the key (read in attn 1, before mlp 1) too; but %and is read by the
+    # kv_write in attn 1 and is an output, so it lives to the end
+    and_c = min(coords(ops_of(program)[0][0]))
+    _set(x, "coords", [and_c])
+    _set(x, "overwrites", [and_c])
+    with pytest.raises(VerifyException, match=r"overwrites coordinate \d+ in half 3, but "
+                                              r"tensor.threshold .* is read there until the "
+                                              r"end \(an output\)"):
+        program.verify()
+
+
+def test_verifier_refuses_overwrite_of_a_later_read():
+    bld = T.ProgramBuilder("q")
+    a = bld.input("a", 1)
+    t1 = bld.threshold([a], [({0: 1}, 1)])
+    t2 = bld.threshold([t1], [({0: 1}, 1)])
+    t3 = bld.threshold([t2, a], [({0: 1, 1: 1}, 2)])
+    bld.output("t", t3)
+    schedule(bld.program, 64, 8, 1)
+    bld.program.verify()
+    (a_op,) = bld.program.inputs()
+    t2_op = t2.owner
+    _set(t2_op, "coords", coords(a_op))        # %a is still read by t3, in mlp 2
+    _set(t2_op, "overwrites", coords(a_op))
+    t2_op.properties["neurons"] = T._dense([1, 3])
+    with pytest.raises(VerifyException, match=r"in half 3, but input 'a' is read there until "
+                                              r"half 5"):
+        bld.program.verify()
+
+
+def test_verifier_refuses_overwriting_nothing():
+    program = small_scheduled()
+    (and_, _), _, _ = ops_of(program)
+    free = max(op.coord.value.data for op in program.pads()) + 1
+    _set(and_, "coords", [free, free + 1])
+    _set(and_, "overwrites", [free, free + 1])
+    with pytest.raises(VerifyException, match=r"overwrites coordinate \d+, which holds no "
+                                              r"earlier bit"):
+        program.verify()
+
+
+def test_verifier_refuses_kv_read_and_pad_sharing():
+    program = small_scheduled()
+    (_, x), _, (r,) = ops_of(program)
+    _set(r, "coords", coords(x) | {max(coords(x)) + 1})     # on %a, which x overwrites
+    with pytest.raises(VerifyException, match=r"share coordinate"):
+        program.verify()
+    program = small_scheduled()
+    (and_, _), _, _ = ops_of(program)
+    pad = program.pads()[0].coord.value.data
+    _set(and_, "coords", [pad, pad + 1])
+    _set(and_, "overwrites", [pad, pad + 1])
+    with pytest.raises(VerifyException, match=rf"tensor.pad {pad} and .* share coordinate|"
+                                              rf"and tensor.pad {pad} share coordinate"):
+        program.verify()
+
+
+def test_overwrites_must_be_output_coordinates():
+    program = small_scheduled()
+    (and_, _), _, _ = ops_of(program)
+    _set(and_, "overwrites", [60, 61])
+    with pytest.raises(VerifyException, match="not among its output coordinates"):
+        program.verify()
