@@ -898,36 +898,23 @@ class KvReadOp(_KvOp):
 
 
 @irdl_op_definition
-class PadOp(PlacedOp):
-    """A pad coordinate: never read, it keeps every token's `sum(h²)` at
-    `64·hidden`. `tensor.pad 700 = 255` holds 255 throughout; `tensor.pad 701 = 5
-    -> 4 at layer 0 mlp` drops from 5 to 4 in that MLP half, balancing the
-    5² − 4² = 9 fresh ±1 bits the half writes. Added by the scheduler."""
+class PadOp(TensorOp):
+    """A constant pad coordinate: never read or written, it keeps every token's
+    `sum(h²)` at `64·hidden` so that each RMSNorm scales by exactly 1/8.
+    `tensor.pad 700 = 255` holds 255 throughout. Added by the scheduler."""
 
     name = "tensor.pad"
     coord = prop_def(IntegerAttr[I64])
     value = prop_def(IntegerAttr[I64])
-    new_value = opt_prop_def(IntegerAttr[I64])
-    custom_directives = (Keyword,)
-    assembly_format = ("$coord `=` $value (`->` $new_value^ `at` `layer` $layer "
-                       "custom<Keyword>($half))? attr-dict")
+    assembly_format = "$coord `=` $value attr-dict"
 
-    def __init__(self, coord: int, value: int, new_value: int | None = None,
-                 layer: int | None = None):
-        props: dict[str, Attribute] = {"coord": _i64(coord), "value": _i64(value)}
-        if new_value is not None:
-            assert layer is not None
-            props.update(new_value=_i64(new_value), layer=_i64(layer), half=StringAttr("mlp"))
-        super().__init__(properties=props)
+    def __init__(self, coord: int, value: int):
+        super().__init__(properties={"coord": _i64(coord), "value": _i64(value)})
 
     def verify_(self) -> None:
-        self._verify_half("mlp")
-        if (self.new_value is None) != (self.layer is None):
-            raise VerifyException("tensor.pad: a changing pad names its layer")
-        for v in (self.value, self.new_value):
-            if v is not None and not 0 <= v.value.data <= MAX_ACTIVE_GATE:
-                raise VerifyException(f"tensor.pad value {v.value.data} is outside "
-                                      f"[0, {MAX_ACTIVE_GATE}] (exact in bfloat16)")
+        if not 0 <= self.value.value.data <= MAX_ACTIVE_GATE:
+            raise VerifyException(f"tensor.pad value {self.value.value.data} is outside "
+                                  f"[0, {MAX_ACTIVE_GATE}] (exact in bfloat16)")
 
 
 @irdl_op_definition
@@ -1062,9 +1049,6 @@ class ProgramOp(IRDLOperation):
             who = op.name
             if isinstance(op, PadOp):
                 claim([op.coord.value.data], f"tensor.pad {op.coord.value.data}")
-                if op.layer is not None and not 0 <= op.layer.value.data < n_layers:
-                    raise VerifyException(f"tensor.pad {op.coord.value.data} changes in layer "
-                                          f"{op.layer.value.data} of {n_layers}")
                 continue
             if isinstance(op, InputOp):
                 if op.coords is None:

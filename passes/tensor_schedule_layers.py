@@ -21,10 +21,11 @@ half that reads it (a threshold or memory access in half h reads at h's
 input; outputs live to the end). Threshold outputs, in time order, take the
 lowest coordinate whose bit exists before their half and is dead by it
 (marked `overwrites`: one copy neuron each, while the half has neurons
-left), else a fresh one. Last the pads (`tensor.pad`): each MLP half that
-writes n fresh ±1 bits lowers pads with Σ (P² − P'²) = n (an overwritten
-coordinate stays ±1), and constant pads fill `sum(h²)` up to `64·hidden` so
-every RMSNorm scale is exactly 1/8. Running out of coordinates (the message
+left), else a fresh one, which the embedding sets to −1 (bit 0), so that
+writing it moves ±1 to ±1 like an overwrite: no write changes a token's
+energy. Last the constant pads (`tensor.pad`) fill `sum(h²)` up to
+`64·hidden` (one unit per bit coordinate is used) so every RMSNorm scale is
+exactly 1/8. Running out of coordinates (the message
 counts the peak of live bits), neurons or heads is an error that names the
 limit and the amount.
 """
@@ -45,23 +46,6 @@ from qgc.dialects import tensor as T
 
 #: Largest pad value (exact in bfloat16, and x = P/8 stays exact).
 MAX_PAD = T.MAX_ACTIVE_GATE
-
-
-def pad_parts(n: int) -> list[tuple[int, int]]:
-    """Pads (P, P') with Σ (P² − P'²) = n, every P ≤ 256: an odd part r is
-    ((r+1)/2)² − ((r−1)/2)², a part r ≡ 0 (mod 4) is (r/4+1)² − (r/4−1)²
-    (r ≡ 2 mod 4 is no difference of squares: split off a 1)."""
-    parts = []
-    while n > 0:
-        if n % 4 == 2:
-            r = 1
-        elif n % 2:
-            r = min(n, 2 * MAX_PAD - 1)
-        else:
-            r = min(n, 4 * (MAX_PAD - 1))
-        parts.append(((r + 1) // 2, (r - 1) // 2) if r % 2 else (r // 4 + 1, r // 4 - 1))
-        n -= r
-    return parts
 
 
 def filler_pads(energy: int) -> list[int]:
@@ -278,7 +262,6 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     thresholds = sorted((op for op in program.ops() if isinstance(op, T.ThresholdOp)),
                         key=lambda op: (T.half_index(op), order[op]))
     free: list[int] = []
-    fresh: dict[int, int] = {}
     copies: dict[int, int] = {}
     for op in thresholds:
         half = T.half_index(op)
@@ -291,8 +274,8 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
                 over.append(c)
                 copies[half] = copies.get(half, 0) + 1
             else:
-                c = take(1)[0]
-                fresh[half // 2] = fresh.get(half // 2, 0) + 1
+                c = take(1)[0]              # −1 from the embedding on
+                energy += 1
             coords.append(c)
             hold(op, i, c, half)
         op.properties["coords"] = T._dense(T.ranges_of(coords))
@@ -300,10 +283,6 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
             op.properties["overwrites"] = T._dense(T.ranges_of(sorted(over)))
     _lay_out_neurons(thresholds)
     pads: list[T.PadOp] = []
-    for layer in sorted(fresh):
-        for p, p_new in pad_parts(fresh[layer]):
-            pads.append(T.PadOp(take(1)[0], p, p_new, layer))
-            energy += p * p
     budget = 64 * hidden - energy
     if budget < 0:
         raise _fail(program, f"needs sum(h²) = {energy} before its first layer, more than "

@@ -242,6 +242,9 @@ class CompiledProgram:
             elif isinstance(op, T.KvReadOp):
                 for c in self.coords[op.result]:
                     h[c] = -1.0
+            elif isinstance(op, T.ThresholdOp):
+                for c in set(self.coords[op.result]) - set(op.overwritten_coords()):
+                    h[c] = -1.0       # a fresh bit coordinate: bit 0 until written
             elif isinstance(op, T.PadOp):
                 h[op.coord.value.data] = float(op.value.value.data)
         return h
@@ -360,9 +363,9 @@ def check_config(program: T.ProgramOp, config: Any) -> None:
                            f"scales (at most {MAX_EPS})")
 
 
-def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp], pads: list[T.PadOp],
+def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp],
                  coords: dict[SSAValue, list[int]]) -> int:
-    if not ops and not pads:
+    if not ops:
         return 0
     gate, up, down = "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"
     flag = T.ProgramOp.FLAG
@@ -385,23 +388,19 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp], pads: list[T.PadO
                 layer.add(up, (n, flag), 1.0 / NEURON_SCALE)
                 layer.add(down, (out_coord, n), 2.0 * sign)
                 n += 1
-            layer.add(down, (out_coord, 0), 2.0 * g.base - 1.0)
+            # the coordinate holds 2·b_old − 1 (a fresh one −1: b_old = 0) and
+            # moves by (2f − 1) − (2·b_old − 1) = 2f − 2·b_old
+            layer.add(down, (out_coord, 0), 2.0 * g.base)
             if out_coord in overwritten:
-                # the copy neuron: G = b_old (0 or 1, exact), down −2, and +1 from the
-                # constant neuron, so the coordinate moves by (2f − 1) − (2·b_old − 1)
+                # the copy neuron: G = b_old (0 or 1, exact), down −2
                 _affine(layer, gate, n, [(out_coord, 1.0)], 0.0, NEURON_SCALE)
                 layer.add(up, (n, flag), 1.0 / NEURON_SCALE)
                 layer.add(down, (out_coord, n), -2.0)
-                layer.add(down, (out_coord, 0), 1.0)
                 n += 1
         if n != placed.get_values()[1]:
             raise CodegenError(f"tensor.threshold placed on neurons {list(placed.get_values())} "
                                f"uses {n - placed.get_values()[0]}")
         top = max(top, n)
-    for pad in pads:
-        assert pad.new_value is not None
-        layer.add(down, (pad.coord.value.data, 0),
-                  float(pad.new_value.value.data - pad.value.value.data))
     return top
 
 
@@ -480,7 +479,6 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
     coords = value_coords(program)
     layers = [SparseLayer(i) for i in range(n_layers)]
     thresholds: dict[int, list[T.ThresholdOp]] = {}
-    pads: dict[int, list[T.PadOp]] = {}
     writes = {op.memory_name: op for op in program.ops() if isinstance(op, T.KvWriteOp)}
     reads = {op.memory_name: op for op in program.ops() if isinstance(op, T.KvReadOp)}
     heads = [0] * n_layers
@@ -489,8 +487,6 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
         if isinstance(op, T.ThresholdOp):
             assert op.placed_layer is not None
             thresholds.setdefault(op.placed_layer, []).append(op)
-        elif isinstance(op, T.PadOp) and op.layer is not None:
-            pads.setdefault(op.layer.value.data, []).append(op)
         elif isinstance(op, T.MemoryOp):
             assert op.placed_layer is not None and op.head is not None
             layer = op.placed_layer
@@ -498,7 +494,7 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
             used[layer].append(op.head.value.data)
             _compile_memory(layers[layer], op, writes.get(op.memory_name),
                             reads.get(op.memory_name), coords, config)
-    neurons = [_compile_mlp(layers[i], thresholds.get(i, []), pads.get(i, []), coords)
+    neurons = [_compile_mlp(layers[i], thresholds.get(i, []), coords)
                for i in range(n_layers)]
     for i, n in enumerate(neurons):
         if n > config.intermediate_size:
@@ -522,30 +518,22 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
 
 
 def _check_energy(compiled: CompiledProgram) -> None:
-    """sum(h²) of a token is 64·hidden at the start and stays so (pads balance
-    the fresh bits of every MLP half; an overwritten coordinate goes from ±1 to
-    ±1)."""
+    """sum(h²) of a token is 64·hidden at the start and stays so: every bit
+    coordinate holds ±1 from the embedding on (a fresh threshold output −1
+    until its half writes it), and the pads are constant."""
     program = compiled.program
     energy = FLAG_VALUE ** 2
     for op in program.ops():
         if isinstance(op, T.InputOp | T.KvReadOp):
             energy += len(compiled.coords[op.result])
+        elif isinstance(op, T.ThresholdOp):
+            energy += len(set(compiled.coords[op.result]) - set(op.overwritten_coords()))
         elif isinstance(op, T.PadOp):
             energy += op.value.value.data ** 2
     target = ENERGY_PER_COORD * compiled.hidden
     if energy != target:
         raise CodegenError(f"tensor program '{program.program_name}' starts with sum(h²) = "
                            f"{energy}, not 64·hidden = {target}")
-    for i in range(len(compiled.layers)):
-        fresh = sum(len(compiled.coords[op.result]) - len(op.overwritten_coords())
-                    for op in program.ops()
-                    if isinstance(op, T.ThresholdOp) and op.placed_layer == i)
-        drop = sum(op.value.value.data ** 2 - op.new_value.value.data ** 2
-                   for op in program.pads() if op.new_value is not None and op.layer is not None
-                   and op.layer.value.data == i)
-        if fresh != drop:
-            raise CodegenError(f"layer {i} writes {fresh} fresh bits but its pads give up "
-                               f"{drop} of energy")
 
 
 # ------------------------------------------------------------- margin analysis
