@@ -39,6 +39,7 @@ token's energy `sum(h²) = 64·hidden` — the printed program is the layer budg
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -240,7 +241,19 @@ class ThresholdRow:
         hi = sum(max(w, 0) for _, w in terms) - t
         return lo, hi
 
+    @property
+    def parts(self) -> tuple[tuple[int, ThresholdRow], ...]:
+        """The row as a sum of weighted threshold parts (`SumRow` has several)."""
+        return ((1, self),)
+
+    def neuron_count(self) -> int:
+        return self.gadget().count
+
     def gadget(self) -> Gadget:
+        return self._checked_gadget
+
+    @functools.cached_property
+    def _checked_gadget(self) -> Gadget:
         g = self._gadget()
         terms, t = self.form()
         for _, slope, offset in g.neurons:
@@ -284,6 +297,45 @@ class ThresholdRow:
     def spelled(self) -> str:
         inner = ", ".join(f"{i} = {w}" for i, w in self.terms)
         return "{" + inner + "} >= " + _spell_fraction(self.threshold)
+
+
+@dataclass(frozen=True)
+class SumRow:
+    """An output bit that is a weighted sum of threshold parts,
+    `Σ c_k·[L_k ≥ t_k]` with integer c_k, over the op's operand bits. The
+    program promises it is 0 or 1 on every input it meets (the `tensor` engine
+    checks). Each part keeps its own gadget, so the neurons add up exactly:
+    bit t of a counter is a staircase `[D ≥ 1] − [D ≥ 2] + [D ≥ 3] − ...` over
+    one form D, a full adder of ANDs a sum over several forms. Printed as
+    `{0 = 1, 1 = 2} >= 1 - (>= 2) + 2 * {0 = 1} >= 1`, where `(>= t)` repeats
+    the form of the part before it."""
+
+    parts: tuple[tuple[int, ThresholdRow], ...]
+
+    def value(self, x: Sequence[int]) -> int:
+        return sum(c * row.value(x) for c, row in self.parts)
+
+    @property
+    def terms(self) -> tuple[tuple[int, int], ...]:
+        """Every (input bit, weight) the parts read, in order (bits repeat)."""
+        return tuple(t for _, row in self.parts for t in row.terms)
+
+    def neuron_count(self) -> int:
+        return sum(row.gadget().count for _, row in self.parts)
+
+    def spelled(self) -> str:
+        out, prev = [], None
+        for k, (c, row) in enumerate(self.parts):
+            sign = ("- " if c < 0 else "+ ") if k else ("-" if c < 0 else "")
+            scale = f"{abs(c)} * " if abs(c) != 1 else ""
+            body = (f"(>= {_spell_fraction(row.threshold)})" if row.terms == prev
+                    else row.spelled())
+            out.append(sign + scale + body)
+            prev = row.terms
+        return " ".join(out)
+
+
+Row = ThresholdRow | SumRow
 
 
 def _spell_fraction(value: Fraction) -> str:
@@ -336,6 +388,55 @@ def row_attr(terms: dict[int, int] | Sequence[tuple[int, int]],
              threshold: Fraction | int | float) -> RowAttr:
     items = sorted(terms.items()) if isinstance(terms, dict) else list(terms)
     return RowAttr([(i, w) for i, w in items if w != 0], threshold)
+
+
+@irdl_attr_definition
+class SumAttr(ParametrizedAttribute):
+    """A sum row: `#tensor.sum<[c0, c1, ...], [#tensor.row<...>, ...]>`, the
+    bit `Σ c_k·[row_k]` (`SumRow`). Inside `tensor.threshold` it prints as
+    `{...} >= 1 - (>= 2) + 2 * {...} >= 3`."""
+
+    name = "tensor.sum"
+    coefs: DenseArrayBase
+    parts: ArrayAttr[RowAttr]
+
+    def __init__(self, parts: Sequence[tuple[int, RowAttr]]):
+        super().__init__(_dense(c for c, _ in parts), ArrayAttr([r for _, r in parts]))
+
+    def row(self) -> SumRow:
+        return SumRow(tuple((int(c), r.row())
+                            for c, r in zip(self.coefs.get_values(), self.parts.data,
+                                            strict=True)))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            coefs = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE,
+                lambda: parser.parse_integer(allow_boolean=False, allow_negative=True))
+            parser.parse_punctuation(",")
+            parts = parser.parse_attribute()
+        return [_dense(coefs), parts]
+
+    def print_parameters(self, printer: Printer) -> None:
+        coefs = ", ".join(str(v) for v in self.coefs.get_values())
+        printer.print_string(f"<[{coefs}], ")
+        printer.print_attribute(self.parts)
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        if len(self.coefs) != len(self.parts.data) or not self.parts.data:
+            raise VerifyException("a sum row has one coefficient per part, and parts")
+        if any(c == 0 for c in self.coefs.get_values()):
+            raise VerifyException("a sum row's coefficients are non-zero")
+
+
+def sum_attr(parts: Sequence[tuple[int, dict[int, int], Fraction | int]]) -> RowAttr | SumAttr:
+    """A row from (coefficient, {bit: weight}, threshold) parts; one part of
+    coefficient 1 is a plain `RowAttr`."""
+    if len(parts) == 1 and parts[0][0] == 1:
+        return row_attr(parts[0][1], parts[0][2])
+    return SumAttr([(c, row_attr(t, th)) for c, t, th in parts])
 
 
 # ------------------------------------------------------------ custom directives
@@ -447,8 +548,7 @@ class Rows(CustomDirective):
             weight = parser.parse_integer(allow_boolean=False, allow_negative=True)
             return index, weight
 
-        def one() -> RowAttr:
-            terms = parser.parse_comma_separated_list(parser.Delimiter.BRACES, term)
+        def threshold() -> Fraction:
             parser.parse_punctuation(">")
             parser.parse_punctuation("=")
             pos = parser.pos
@@ -456,7 +556,39 @@ class Rows(CustomDirective):
             t = Fraction(value)
             if (t * 2).denominator != 1:
                 parser.raise_error(f"threshold {value} is not a multiple of 1/2", pos)
-            return RowAttr(terms, t)
+            return t
+
+        def part(prev: list[tuple[int, int]] | None) -> tuple[list[tuple[int, int]], Fraction]:
+            if parser.parse_optional_punctuation("(") is not None:
+                if prev is None:
+                    parser.raise_error("`(>= t)` repeats the form of the part before it; "
+                                       "there is none")
+                t = threshold()
+                parser.parse_punctuation(")")
+                return prev, t
+            terms = parser.parse_comma_separated_list(parser.Delimiter.BRACES, term)
+            return terms, threshold()
+
+        def one() -> RowAttr | SumAttr:
+            parts: list[tuple[int, RowAttr]] = []
+            sign, prev = 1, None
+            if parser.parse_optional_punctuation("-") is not None:
+                sign = -1
+            while True:
+                coef = parser.parse_optional_integer(allow_boolean=False)
+                if coef is not None:
+                    parser.parse_punctuation("*")
+                prev, t = part(prev)
+                parts.append((sign * (1 if coef is None else coef), RowAttr(prev, t)))
+                if parser.parse_optional_punctuation("+") is not None:
+                    sign = 1
+                elif parser.parse_optional_punctuation("-") is not None:
+                    sign = -1
+                else:
+                    break
+            if len(parts) == 1 and parts[0][0] == 1:
+                return parts[0][1]
+            return SumAttr(parts)
 
         rows = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, one)
         self.rows.set(state, ArrayAttr(rows))
@@ -657,7 +789,10 @@ class ThresholdOp(PlacedOp):
             : !tensor.bits<4>, !tensor.bits<4> -> !tensor.bits<2>
 
     Weights are integers, thresholds integers or halves. Each row costs 0, 1 or
-    2 neurons (`ThresholdRow.gadget`); after scheduling:
+    2 neurons (`ThresholdRow.gadget`). A row may also be a sum of such parts
+    (`SumRow`), `{0 = 1, 4 = 1} >= 1 - (>= 2)` (here the XOR of bits 0 and 4),
+    as long as it stays 0 or 1; its neurons are its parts', and equal parts of
+    one op share them (`distinct_parts`). After scheduling:
     `... at layer 0 mlp neurons [1, 4) coords [9, 11) : ...`. An output
     coordinate may reuse one whose previous bit is dead by this half
     (`... coords [3, 5) [9, 10) overwrites [3, 5) : ...`): each such bit costs
@@ -667,7 +802,7 @@ class ThresholdOp(PlacedOp):
 
     name = "tensor.threshold"
     inputs = var_operand_def(BitsType)
-    rows = prop_def(ArrayAttr[RowAttr])
+    rows = prop_def(ArrayAttr[RowAttr | SumAttr])
     neurons = opt_prop_def(DenseArrayBase.constr(i64))
     coords = opt_prop_def(DenseArrayBase.constr(i64))
     overwrites = opt_prop_def(DenseArrayBase.constr(i64))
@@ -680,12 +815,12 @@ class ThresholdOp(PlacedOp):
         "(`overwrites` custom<Ranges>($overwrites)^)? "
         "attr-dict `:` type($inputs) `->` type($result)")
 
-    def __init__(self, values: Sequence[SSAValue], rows: Sequence[RowAttr]):
+    def __init__(self, values: Sequence[SSAValue], rows: Sequence[RowAttr | SumAttr]):
         super().__init__(operands=[list(values)],
                          properties={"rows": ArrayAttr(list(rows))},
                          result_types=[bits(len(rows))])
 
-    def row_list(self) -> list[ThresholdRow]:
+    def row_list(self) -> list[Row]:
         cached = getattr(self, "_rows_cache", None)
         rows_attr = self.rows
         if cached is None or cached[0] is not rows_attr:
@@ -693,9 +828,20 @@ class ThresholdOp(PlacedOp):
             object.__setattr__(self, "_rows_cache", cached)
         return cached[1]
 
+    def distinct_parts(self) -> list[ThresholdRow]:
+        """The threshold parts of all rows, each once (first use first): equal
+        parts share their neurons, so a counter's output bits pay for each
+        `[D ≥ k]` once and a full adder's sum and carry share their ANDs."""
+        return list(dict.fromkeys(part for row in self.row_list() for _, part in row.parts))
+
+    def read_bits(self) -> list[int]:
+        """The bits of the concatenated operands some row reads (a view of a
+        wide value may pass bits no row looks at: they are not read here)."""
+        return sorted({i for row in self.row_list() for i, _ in row.terms})
+
     def gadget_neuron_count(self) -> int:
-        """Neurons of the rows' gadgets alone."""
-        return sum(r.gadget().count for r in self.row_list())
+        """Neurons of the rows' gadgets alone (shared parts counted once)."""
+        return sum(part.gadget().count for part in self.distinct_parts())
 
     def overwritten_coords(self) -> list[int]:
         """Output coordinates that hold a dead bit when this op writes them."""
@@ -712,15 +858,16 @@ class ThresholdOp(PlacedOp):
             raise VerifyException(f"tensor.threshold has {plural(len(rows), 'row')} for "
                                   f"{plural(width_of(self.result), 'output bit')}")
         for j, row in enumerate(rows):
-            seen = set()
-            for i, _ in row.terms:
-                if not 0 <= i < n_in:
-                    raise VerifyException(f"row {j} reads bit {i}; the operands have "
-                                          f"{plural(n_in, 'bit')}")
-                if i in seen:
-                    raise VerifyException(f"row {j} reads bit {i} twice")
-                seen.add(i)
-            row.gadget()  # range check
+            for _, part in row.parts:
+                seen = set()
+                for i, _ in part.terms:
+                    if not 0 <= i < n_in:
+                        raise VerifyException(f"row {j} reads bit {i}; the operands have "
+                                              f"{plural(n_in, 'bit')}")
+                    if i in seen:
+                        raise VerifyException(f"row {j} reads bit {i} twice")
+                    seen.add(i)
+                part.gadget()  # range check
         self._verify_half("mlp")
         if self.head is not None:
             raise VerifyException("tensor.threshold runs in an MLP half: no head")
@@ -1165,16 +1312,25 @@ def bit_reads(program: ProgramOp) -> dict[tuple[Operation, int], int]:
             src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
         elif isinstance(op, ConcatOp):
             src[op.result] = [b for v in op.inputs for b in src[v]]
-        if isinstance(op, OutputOp):
-            half, operands = LIVE_TO_END, [op.value]
-        elif isinstance(op, ThresholdOp | KvWriteOp | KvReadOp):
-            half, operands = half_index(op), list(op.operands)
-        else:
-            continue
-        for v in operands:
-            for b in src.get(v, []):
-                last[b] = max(last.get(b, half), half)
+        for b, half in read_points(op, src):
+            last[b] = max(last.get(b, half), half)
     return last
+
+
+def read_points(op: Operation, src: dict[SSAValue, list]):
+    """(bit, half) for every bit `op` reads, bits named through `src` (each
+    value's bits): a threshold and a memory access read at their half's input,
+    only the bits their rows and keys use; an output at the end."""
+    if isinstance(op, OutputOp):
+        return [(b, LIVE_TO_END) for b in src.get(op.value, [])]
+    if isinstance(op, ThresholdOp):
+        flat = [b for v in op.inputs for b in src.get(v, [])]
+        half = half_index(op)
+        return [(flat[i], half) for i in op.read_bits() if i < len(flat)]
+    if isinstance(op, KvWriteOp | KvReadOp):
+        half = half_index(op)
+        return [(b, half) for v in op.operands for b in src.get(v, [])]
+    return []
 
 
 class ProgramBuilder:
@@ -1202,9 +1358,14 @@ class ProgramBuilder:
         self._add(OutputOp(name, value))
 
     def threshold(self, inputs: Sequence[SSAValue],
-                  rows: Sequence[tuple[dict[int, int], Fraction | int | float]]) -> SSAValue:
-        """Rows as ({input bit index: weight}, threshold) over the concatenated inputs."""
-        return self._add(ThresholdOp(list(inputs), [row_attr(t, th) for t, th in rows])).results[0]
+                  rows: Sequence[tuple[dict[int, int], Fraction | int | float]
+                                 | Sequence[tuple[int, dict[int, int], Fraction | int]]]
+                  ) -> SSAValue:
+        """Rows over the concatenated inputs: ({input bit index: weight},
+        threshold), or a sum row as a list of (coefficient, {index: weight},
+        threshold) parts."""
+        attrs = [sum_attr(r) if isinstance(r, list) else row_attr(*r) for r in rows]
+        return self._add(ThresholdOp(list(inputs), attrs)).results[0]
 
     def slice(self, value: SSAValue, lo: int, hi: int) -> SSAValue:
         return self._add(SliceOp(value, lo, hi)).results[0]
@@ -1234,5 +1395,5 @@ TENSOR = Dialect(
     "tensor",
     [ProgramOp, InputOp, OutputOp, SliceOp, ConcatOp, ThresholdOp, MemoryOp, KvWriteOp,
      KvReadOp, PadOp],
-    [BitsType, RowAttr],
+    [BitsType, RowAttr, SumAttr],
 )

@@ -317,15 +317,8 @@ def _last_reads(program: T.ProgramOp) -> dict[tuple[SSAValue, int], int]:
             src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
         elif isinstance(op, T.ConcatOp):
             src[op.result] = [b for v in op.inputs for b in src[v]]
-        if isinstance(op, T.OutputOp):
-            half, operands = T.LIVE_TO_END, [op.value]
-        elif isinstance(op, T.ThresholdOp | T.KvWriteOp | T.KvReadOp):
-            half, operands = T.half_index(op), list(op.operands)
-        else:
-            continue
-        for v in operands:
-            for b in src[v]:
-                last[b] = max(last.get(b, half), half)
+        for b, half in T.read_points(op, src):
+            last[b] = max(last.get(b, half), half)
     return last
 
 

@@ -55,6 +55,7 @@ constant operands); neurons are per lane at W = 32.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 from xdsl.ir import SSAValue
@@ -129,6 +130,34 @@ def fsum(forms: Sequence[Form | int]) -> Form:
 
 
 Row = tuple[Form, int]   # [form ≥ t]
+Part = tuple[int, Form, int | Fraction]   # c·[form ≥ t]
+
+
+@dataclass(frozen=True)
+class Sum:
+    """A bit as Σ c·[form ≥ t] (a `tensor.threshold` sum row, one layer): the
+    caller promises it is 0 or 1. Parts equal within one op share neurons."""
+
+    parts: tuple[Part, ...]
+
+    def __add__(self, other: Sum) -> Sum:
+        return Sum(self.parts + other.parts)
+
+    def __mul__(self, c: int) -> Sum:
+        return Sum(tuple((k * c, f, t) for k, f, t in self.parts))
+
+
+def linear(form: Form) -> Sum:
+    """A Form that is 0 or 1 as a sum row: a copy part [x ≥ 1] per bit and the
+    constant as [0 ≥ 0]."""
+    parts: list[Part] = [(w, Form({key: 1}), 1) for key, w in form.terms.items()]
+    if form.const:
+        parts.append((form.const, Form(), 0))
+    return Sum(tuple(parts))
+
+
+def step(form: Form, t: int | Fraction) -> Sum:
+    return Sum(((1, form, t),))
 
 
 def _threshold_row(form: Form, t: int | Fraction) -> T.ThresholdRow:
@@ -146,14 +175,14 @@ def row_ok(form: Form, t: int) -> bool:
     return True
 
 
-def _bit_of_count(t: int, dmax: int, therm: Sequence[Form]) -> Form:
-    """Bit t of D as a linear form over its thermometer u_k = [D ≥ k] (k = 1..dmax)."""
-    out = Form()
+def _bit_of_count(t: int, dmax: int, d: Form) -> Sum:
+    """Bit t of D (0 ≤ D ≤ dmax) as a staircase: Σ_k (bit_t(k) − bit_t(k−1))·[D ≥ k]."""
+    parts = []
     for k in range(1, dmax + 1):
         c = ((k >> t) & 1) - (((k - 1) >> t) & 1)
         if c:
-            out = out + therm[k - 1] * c
-    return out
+            parts.append((c, d, k))
+    return Sum(tuple(parts))
 
 
 class Alu:
@@ -162,6 +191,7 @@ class Alu:
     def __init__(self, builder: T.ProgramBuilder):
         self.b = builder
         self._cache: dict[SSAValue, list[Form]] = {}
+        self._built: dict[tuple, SSAValue] = {}
 
     # ------------------------------------------------------------ plumbing
 
@@ -181,54 +211,49 @@ class Alu:
                 if row.terms:
                     out.append(Form.bit(value, j))
                 else:
-                    out.append(Form(const=int(row.threshold <= 0)))
+                    out.append(Form(const=row.value([])))
         else:
             out = [Form.bit(value, i) for i in range(T.width_of(value))]
         self._cache[value] = out
         return out
 
-    def emit(self, rows: Sequence[Row]) -> SSAValue:
-        """One `tensor.threshold` for the rows [form ≥ t]; constant rows and
-        copies of one bit become views. Raises VerifyException for a row the
-        gadget bounds reject."""
+    def emit(self, rows: Sequence[Row | Sum]) -> SSAValue:
+        """One `tensor.threshold` for the rows ([form ≥ t] or a `Sum`); constant
+        rows and copies of one bit become views. Raises VerifyException for a
+        row the gadget bounds reject."""
         kinds: list[tuple[str, object]] = []
-        real: list[Row] = []
+        real: list[Row | list[Part]] = []
         consts: list[int] = []
-        for form, t in rows:
-            if form.is_const:
+        for row in rows:
+            folded = self._fold_row(row)
+            if isinstance(folded, int):
                 kinds.append(("const", len(consts)))
-                consts.append(int(form.const >= t))
-                continue
-            if form.hi() < t:
-                kinds.append(("const", len(consts)))
-                consts.append(0)
-                continue
-            if form.lo() >= t:
-                kinds.append(("const", len(consts)))
-                consts.append(1)
-                continue
-            if len(form.terms) == 1:
-                (key, w), = form.terms.items()
-                if w > 0 and 0 < t - form.const <= w:
-                    kinds.append(("copy", key))
-                    continue
-            _threshold_row(form, t).gadget()
-            kinds.append(("row", len(real)))
-            real.append((form, t))
+                consts.append(folded)
+            elif isinstance(folded, tuple) and isinstance(folded[0], Form) \
+                    and len(folded[0].terms) == 1 and self._copy_of(*folded) is not None:
+                kinds.append(("copy", self._copy_of(*folded)))
+            else:
+                kinds.append(("row", len(real)))
+                real.append(folded)
         parts: list[tuple[SSAValue, int]] = []
         if real:
             operands: list[SSAValue] = []
             offset: dict[SSAValue, int] = {}
-            for form, _ in real:
+            forms = [f for r in real for f in ([r[0]] if isinstance(r, tuple) else
+                                               [p[1] for p in r])]
+            for form in forms:
                 for v, _i in form.terms:
                     if v not in offset:
                         offset[v] = sum(T.width_of(o) for o in operands)
                         operands.append(v)
-            spec = []
-            for form, t in real:
-                spec.append(({offset[v] + i: w for (v, i), w in form.terms.items()},
-                             t - form.const))
-            rv = self.b.threshold(operands, spec)
+
+            def spec(form: Form, t: int | Fraction) -> tuple[dict[int, int], Fraction]:
+                return ({offset[v] + i: w for (v, i), w in form.terms.items()},
+                        Fraction(t) - form.const)
+
+            specs = [spec(*r) if isinstance(r, tuple) else [(c, *spec(f, t)) for c, f, t in r]
+                     for r in real]
+            rv = self._threshold(operands, specs)
         if consts:
             cv = self.b.threshold([], [({}, 0 if c else 1) for c in consts])
         for kind, what in kinds:
@@ -239,6 +264,51 @@ class Alu:
             else:
                 parts.append(what)
         return self._view(parts)
+
+    def _threshold(self, operands: list[SSAValue], specs: list) -> SSAValue:
+        """A `tensor.threshold`, or the one already built for the same rows over
+        the same operands (lanes computing on uniform values share it)."""
+        def frozen(spec):
+            if isinstance(spec, tuple):
+                return (tuple(sorted(spec[0].items())), spec[1])
+            return tuple((c, tuple(sorted(t.items())), th) for c, t, th in spec)
+
+        key = (tuple(operands), tuple(frozen(sp) for sp in specs))
+        if key not in self._built:
+            self._built[key] = self.b.threshold(operands, specs)
+        return self._built[key]
+
+    @staticmethod
+    def _copy_of(form: Form, t: int | Fraction):
+        (key, w), = form.terms.items()
+        return key if w > 0 and 0 < t - form.const <= w else None
+
+    @staticmethod
+    def _fold_row(row: Row | Sum) -> int | Row | list[Part]:
+        """A constant (0/1), a plain row, or the real parts of a sum row (its
+        constant as a [0 ≥ 0] part); checks every real part's gadget."""
+        if not isinstance(row, Sum):
+            form, t = row
+            if form.is_const or form.hi() < t or form.lo() >= t:
+                return int(form.lo() >= t)
+            _threshold_row(form, t).gadget()
+            return row
+        const, real = 0, []
+        for c, form, t in row.parts:
+            if form.is_const or form.hi() < t or form.lo() >= t:
+                const += c * int(form.lo() >= t)
+            else:
+                _threshold_row(form, t).gadget()
+                real.append((c, form, t))
+        if not real:
+            if const not in (0, 1):
+                raise ValueError(f"a sum row folds to the constant {const}, not a bit")
+            return const
+        if len(real) == 1 and real[0][0] == 1 and const == 0:
+            return real[0][1], real[0][2]
+        if const:
+            real.append((const, Form(), 0))
+        return real
 
     def _view(self, parts: list[tuple[SSAValue, int]]) -> SSAValue:
         """Concatenation of single bits, grouped into runs of slices."""
@@ -283,6 +353,7 @@ class Alu:
                 assert op is not None
                 for r in op.results:
                     self._cache.pop(r, None)
+                self._built = {k: v for k, v in self._built.items() if v.owner is not op}
                 op.detach()
                 op.erase()
             return fallback()
@@ -315,12 +386,11 @@ class Alu:
         return self.emit([(a + b, 1) for a, b in zip(self.bits(x), self.bits(y), strict=True)])
 
     def xor(self, x: SSAValue, y: SSAValue) -> SSAValue:
-        """x ^ y = [x + y − 2·(x & y) ≥ 1] (XOR is no threshold function).
-        2 layers, 3W neurons (1 layer when y or x is constant)."""
+        """x ^ y = x + y − 2·[x + y ≥ 2] (XOR is no threshold function, but a
+        sum row). 1 layer, 3W neurons (W when y or x is constant)."""
         self._same(x, y)
-        xs, ys = self.bits(x), self.bits(y)
-        both = self.bits(self.and_(x, y))
-        return self.emit([(a + b - 2 * c, 1) for a, b, c in zip(xs, ys, both, strict=True)])
+        return self.emit([linear(a) + linear(b) + step(a + b, 2) * -2
+                          for a, b in zip(self.bits(x), self.bits(y), strict=True)])
 
     def mask(self, x: SSAValue, p: SSAValue) -> SSAValue:
         """p ? x : 0 = [x + p ≥ 2] per bit. 1 layer, W neurons."""
@@ -328,7 +398,8 @@ class Alu:
         return self.emit([(a + pf, 2) for a in self.bits(x)])
 
     def select(self, p: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:
-        """p ? x : y: u = x ∧ p, v = y ∧ ¬p, out = u ∨ v. 2 layers, 3W = 96 neurons."""
+        """p ? x : y = (x ∧ p) + (y ∧ ¬p), the two never both 1: one sum row
+        per bit, 1 layer, 2W = 64 neurons."""
         self._same(x, y)
         return self._select_row((self.bits(p)[0], 1), x, y)
 
@@ -336,14 +407,8 @@ class Alu:
         f, t = pred
         k1 = f.hi() - t + 1                 # x ∧ [f ≥ t] = [f + k1·x ≥ t + k1]
         k2 = (-f).hi() - (1 - t) + 1        # y ∧ [−f ≥ 1 − t]
-        rows: list[Row] = []
-        for a in self.bits(x):
-            rows.append((f + k1 * a, t + k1))
-        for b in self.bits(y):
-            rows.append((-f + k2 * b, 1 - t + k2))
-        w = T.width_of(x)
-        uv = self.bits(self.emit(rows))
-        return self.emit([(uv[i] + uv[w + i], 1) for i in range(w)])
+        return self.emit([step(f + k1 * a, t + k1) + step(-f + k2 * b, 1 - t + k2)
+                          for a, b in zip(self.bits(x), self.bits(y), strict=True)])
 
     # ------------------------------------------------------------ add / sub
 
@@ -392,11 +457,13 @@ class Alu:
         def low(k: int, base: int) -> Form:           # Σ_{i<k} 2^i s_{base+i}
             return fsum([s[base + i] * (1 << i) for i in range(k)])
 
-        carry: list[Form | None] = [None] * (w + 1)   # carry into bit i
-        carry[0] = c_in
+        # carry into bit i, as a sum row part: the sums come out in the layer
+        # that computes the carries, s_i = a_i + b_i + c_i − 2·c_{i+1}
+        carry: list[Sum | None] = [None] * (w + 1)
+        carry[0] = linear(c_in)
         if w <= 8:
-            c = self.bits(self.emit([(low(i, 0) + c_in, 1 << i) for i in range(1, w + 1)]))
-            carry[1:] = c
+            for i in range(1, w + 1):
+                carry[i] = step(low(i, 0) + c_in, 1 << i)
         else:
             n_dig = (w + 3) // 4
             rows1: list[Row] = []
@@ -436,29 +503,21 @@ class Alu:
                         terms.append((g1[idx[("G", j)]] + g1[idx[("P", j)]] - 1) * (1 << j))
                 return fsum(terms)
 
-            rows2: list[Row] = []
-            where: dict[int, int] = {}
             for i in range(1, w + 1):
                 d, k = divmod(i, 4)
                 if d == 0:
-                    carry[i] = g1[idx[("c0", 0, k)]]
-                    continue
-                if k == 0:
-                    row = (lookahead(d), 1)
+                    carry[i] = linear(g1[idx[("c0", 0, k)]])
+                elif k == 0:
+                    carry[i] = step(lookahead(d), 1)
                 else:
-                    row = (lookahead(d) + (g1[idx[("c0", d, k)]] + g1[idx[("c1", d, k)]] - 1)
-                           * (1 << d), 1)
-                where[i] = len(rows2)
-                rows2.append(row)
-            g2 = self.bits(self.emit(rows2))
-            for i, j in where.items():
-                carry[i] = g2[j]
-        rows3 = []
+                    carry[i] = step(lookahead(d) + (g1[idx[("c0", d, k)]]
+                                                    + g1[idx[("c1", d, k)]] - 1) * (1 << d), 1)
+        rows: list[Sum] = []
         for i in range(w):
             ci, co = carry[i], carry[i + 1]
             assert ci is not None and co is not None
-            rows3.append((s[i] + ci - 2 * co, 1))
-        return self.emit(rows3)
+            rows.append(linear(s[i]) + ci + co * -2)
+        return self.emit(rows)
 
     # ------------------------------------------------------------ multi-operand
 
@@ -492,14 +551,33 @@ class Alu:
         return self._column_sum(cols)
 
     def _products(self, x: SSAValue, y: SSAValue) -> list[list[Form]]:
+        """The partial products a_i ∧ b_j (i + j < W) by columns, three at a
+        time as a full adder of ANDs (one layer): with p_m the ANDs and q the
+        ANDs of their pairs and triple, carry = Σ q_mn − 2·q_123 and sum =
+        Σ p_m − 2·carry, 7 shared neurons for 2 bits of 3 products."""
         xs, ys = self.bits(x), self.bits(y)
         w = len(xs)
-        pairs = [(i, j) for i in range(w) for j in range(w - i)]
-        pp = self.bits(self.emit([(xs[i] + ys[j], 2) for i, j in pairs]))
+        rows: list[Row | Sum] = []
+        where: list[int] = []
+        for k in range(w):
+            pp = [xs[i] + ys[k - i] for i in range(k + 1)]
+            pp = [f for f in pp if f.hi() == 2]           # a constant-0 factor: no product
+            n3 = len(pp) // 3 if k + 1 < w else 0         # the top column has no carry out
+            for m in range(n3):
+                f1, f2, f3 = pp[3 * m:3 * m + 3]
+                carry = (step(f1 + f2, 4) + step(f1 + f3, 4) + step(f2 + f3, 4)
+                         + step(f1 + f2 + f3, 6) * -2)
+                rows.append(step(f1, 2) + step(f2, 2) + step(f3, 2) + carry * -2)
+                where.append(k)
+                rows.append(carry)
+                where.append(k + 1)
+            for f in pp[3 * n3:]:
+                rows.append((f, 2))
+                where.append(k)
         cols: list[list[Form]] = [[] for _ in range(w)]
-        for (i, j), f in zip(pairs, pp, strict=True):
+        for c, f in zip(where, self.bits(self.emit(rows)), strict=True):
             if not (f.is_const and f.const == 0):
-                cols[i + j].append(f)
+                cols[c].append(f)
         return cols
 
     def _column_sum(self, cols: list[list[Form]]) -> SSAValue:
@@ -518,19 +596,15 @@ class Alu:
         """Drop constant-0 bits; constant-1 bits stay (they are plain Forms)."""
         return [f for f in col if not (f.is_const and f.const == 0)]
 
-    #: Groups with a sum up to this get a full thermometer (every bit of D a
-    #: form over thresholds alone); larger ones only [D ≥ 2m], D mod 2 being
-    #: D − 2·Σ u (half the bits, but the inputs stay live and the forms wide).
-    full_max = 31
-
-    def _step(self, dmax: int) -> int:
-        return 1 if dmax <= self.full_max else 2
+    #: Largest weighted sum one counter takes (its `[D ≥ k]` parts keep the
+    #: restoring gadget within bfloat16's 8 bits).
+    counter_max = 127
 
     def _plan(self, cols: list[list[Form]], g: int) -> tuple[list[int], int] | None:
-        """Heights after one counter level of group size g, and thermometer rows."""
+        """Heights after one counter level of group size g, and its neurons."""
         w = len(cols)
         heights = [0] * w
-        rows = 0
+        neurons = 0
         for base in range(0, w, g):
             group = range(base, min(base + g, w))
             if all(len(cols[c]) <= 2 for c in group):
@@ -538,75 +612,65 @@ class Alu:
                     heights[c] += len(cols[c])
                 continue
             dmax = sum(len(cols[c]) << (c - base) for c in group)
-            if dmax > 127:
+            if dmax > self.counter_max:
                 return None
-            rows += dmax // self._step(dmax)
+            neurons += 2 * dmax
             for t in range(dmax.bit_length()):
                 if base + t < w:
                     heights[base + t] += 1
-        return heights, rows
+        return heights, neurons
 
     def _compress(self, cols: list[list[Form]]) -> list[list[Form]]:
-        """One counter level: thermometers of grouped column sums (one layer); the
-        sum's bits are virtual Forms over them."""
+        """One counter level (one layer): the column sum D of each group of
+        adjacent columns, bit by bit, each bit a staircase sum row over the
+        parts [D ≥ k] (shared by the group's bits)."""
         w = len(cols)
         best = None
         for g in (1, 2, 3, 4):
             plan = self._plan(cols, g)
             if plan is None:
                 continue
-            heights, rows = plan
-            score = (max(heights, default=0), rows)
+            score = (max(plan[0], default=0), plan[1])
             if best is None or score < best[0]:
                 best = (score, g)
         assert best is not None
         g = best[1]
-        groups = []
-        for base in range(0, w, g):
-            group = list(range(base, min(base + g, w)))
-            if any(len(cols[c]) > 2 for c in group):
-                groups.append((base, group))
-        # materialise the virtual bits of groups whose thermometer rows do not fit
-        need = []
-        for base, group in groups:
-            d = fsum([f * (1 << (c - base)) for c in group for f in cols[c]])
-            dmax = sum(len(cols[c]) << (c - base) for c in group)
-            step = self._step(dmax)
-            if not all(row_ok(d, k) for k in range(step, dmax + 1, step)):
-                need.extend(group)
-        if need:
+        groups = [list(range(base, min(base + g, w))) for base in range(0, w, g)]
+        groups = [grp for grp in groups if any(len(cols[c]) > 2 for c in grp)]
+        need = [c for grp in groups for c in grp
+                if not all(row_ok(self._group_sum(cols, grp), k)
+                           for k in range(1, self._group_max(cols, grp) + 1))]
+        if need:      # composite bits whose sums break the gadget bounds: copy them first
             flat = [f for c in need for f in cols[c]]
             mat = iter(self.materialize(flat))
             cols = [list(c) for c in cols]
             for c in need:
                 cols[c] = [next(mat) for _ in cols[c]]
-        rows: list[Row] = []
-        spans = []
-        for base, group in groups:
-            d = fsum([f * (1 << (c - base)) for c in group for f in cols[c]])
-            dmax = sum(len(cols[c]) << (c - base) for c in group)
-            spans.append((base, d, len(rows), dmax))
-            step = self._step(dmax)
-            rows.extend((d, k) for k in range(step, dmax + 1, step))
-        therm = self.bits(self.emit(rows))
+        rows: list[Sum] = []
+        where: list[int] = []
+        for grp in groups:
+            d, dmax = self._group_sum(cols, grp), self._group_max(cols, grp)
+            for t in range(dmax.bit_length()):
+                if grp[0] + t < w:
+                    rows.append(_bit_of_count(t, dmax, d))
+                    where.append(grp[0] + t)
         out: list[list[Form]] = [[] for _ in range(w)]
-        counted = {c for _, group in groups for c in group}
+        counted = {c for grp in groups for c in grp}
         for c in range(w):
             if c not in counted:
                 out[c].extend(cols[c])
-        for base, d, start, dmax in spans:
-            if self._step(dmax) == 1:
-                u = therm[start:start + dmax]           # [D ≥ k], k = 1..dmax
-                bits = [_bit_of_count(t, dmax, u) for t in range(dmax.bit_length())]
-            else:
-                qmax = dmax // 2
-                u = therm[start:start + qmax]           # [D ≥ 2m], m = 1..qmax
-                bits = [d - 2 * fsum(u)]                # D mod 2
-                bits += [_bit_of_count(t, qmax, u) for t in range(qmax.bit_length())]
-            for t, f in enumerate(bits):
-                if base + t < w and not (f.is_const and f.const == 0):
-                    out[base + t].append(f)
+        for c, f in zip(where, self.bits(self.emit(rows)), strict=True):
+            if not (f.is_const and f.const == 0):
+                out[c].append(f)
         return out
+
+    @staticmethod
+    def _group_sum(cols: list[list[Form]], group: list[int]) -> Form:
+        return fsum([f * (1 << (c - group[0])) for c in group for f in cols[c]])
+
+    @staticmethod
+    def _group_max(cols: list[list[Form]], group: list[int]) -> int:
+        return sum(len(cols[c]) << (c - group[0]) for c in group)
 
     # ------------------------------------------------------------ compares
 

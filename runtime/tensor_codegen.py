@@ -378,19 +378,27 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp],
         n = placed.get_values()[0]
         inputs = [c for v in op.inputs for c in coords[v]]
         overwritten = set(op.overwritten_coords())
-        for row, out_coord in zip(op.row_list(), coords[op.result], strict=True):
-            g = row.gadget()
-            form, t = row.form()
-            for sign, slope, offset in g.neurons:
+        first: dict[T.ThresholdRow, int] = {}        # part → its first neuron
+        for part in op.distinct_parts():
+            first[part] = n
+            form, t = part.form()
+            for _, slope, offset in part.gadget().neurons:
                 # G = slope·(Σ w·b − t) + offset
                 terms = [(inputs[i], float(slope * w)) for i, w in form]
                 _affine(layer, gate, n, terms, float(offset - slope * t), NEURON_SCALE)
                 layer.add(up, (n, flag), 1.0 / NEURON_SCALE)
-                layer.add(down, (out_coord, n), 2.0 * sign)
                 n += 1
+        for row, out_coord in zip(op.row_list(), coords[op.result], strict=True):
+            base = 0
+            for coef, part in row.parts:
+                g = part.gadget()
+                for k, (sign, _, _) in enumerate(g.neurons):
+                    layer.add(down, (out_coord, first[part] + k), 2.0 * sign * coef)
+                base += coef * g.base
             # the coordinate holds 2·b_old − 1 (a fresh one −1: b_old = 0) and
             # moves by (2f − 1) − (2·b_old − 1) = 2f − 2·b_old
-            layer.add(down, (out_coord, 0), 2.0 * g.base)
+            if base:
+                layer.add(down, (out_coord, 0), 2.0 * base)
             if out_coord in overwritten:
                 # the copy neuron: G = b_old (0 or 1, exact), down −2
                 _affine(layer, gate, n, [(out_coord, 1.0)], 0.0, NEURON_SCALE)
@@ -556,8 +564,7 @@ def margins(program: T.ProgramOp) -> Margins:
     for op in program.ops():
         if not isinstance(op, T.ThresholdOp):
             continue
-        for row in op.row_list():
-            g = row.gadget()
+        for g in (part.gadget() for row in op.row_list() for _, part in row.parts):
             kinds[g.kind] = kinds.get(g.kind, 0) + 1
             for _, slope, offset in g.neurons:
                 # over integer L in [lo, hi], the smallest positive and largest negative G

@@ -80,7 +80,13 @@ def run_tensor(module: Operation, inputs: Mapping[str, Sequence[int]],
             values[op.result] = bits
         elif isinstance(op, T.ThresholdOp):
             x = [b for v in op.inputs for b in values[v]]
-            values[op.result] = tuple(row.value(x) for row in op.row_list())
+            out = tuple(row.value(x) for row in op.row_list())
+            bad = next((j for j, b in enumerate(out) if b not in (0, 1)), None)
+            if bad is not None:
+                raise TensorEngineError(f"{op.name} row {bad} "
+                                        f"({op.row_list()[bad].spelled()}) sums to {out[bad]}, "
+                                        "not a bit: the program is wrong")
+            values[op.result] = out
         elif isinstance(op, T.SliceOp):
             values[op.result] = values[op.input][op.lo.value.data:op.hi.value.data]
         elif isinstance(op, T.ConcatOp):

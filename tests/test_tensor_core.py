@@ -648,3 +648,20 @@ def test_memories_stock(kv, dtype, mode):
     check_outputs(kv, h_out, expected)
     assert run.min_active >= 0.5 and run.max_inactive <= -0.5
     print("\n" + run.report(f"memories, 200 tokens, {mode}"))
+
+
+def test_sum_rows_share_neurons_and_must_be_bits():
+    bld = T.ProgramBuilder("sums")
+    x = bld.input("x", 2)
+    xor = [(1, {0: 1, 1: 1}, 1), (-1, {0: 1, 1: 1}, 2)]
+    bad = [(1, {0: 1}, 1), (1, {1: 1}, 1)]                 # x0 + x1: 2 when both are set
+    s = bld.threshold([x], [xor, ({0: 1, 1: 1}, 2), bad])
+    bld.output("s", s)
+    op = s.owner
+    assert op.gadget_neuron_count() == 4                   # [x0 + x1 ≥ 2] once, for two rows
+    for a, b in itertools.product((0, 1), repeat=2):
+        if a + b < 2:
+            out, _ = run_tensor(bld.program, {"x": [a, b]})
+            assert out["s"] == [a ^ b, a & b, a + b]
+    with pytest.raises(TensorEngineError, match=r"row 2 .* sums to 2, not a bit"):
+        run_tensor(bld.program, {"x": [1, 1]})

@@ -22,13 +22,14 @@ builtin.module {
   }
 }
 
-// %b is last read by %and in mlp 0, so %and overwrites its coordinates there
-// (two copy neurons); %x overwrites %a's first coordinate, which it reads itself.
+// %b and %a's second bit (which %x does not read) are last read by %and in mlp 0,
+// so %and overwrites the lowest two of them there (two copy neurons); %x
+// overwrites %a's first coordinate, which it reads itself.
 // CHECK:      tensor.program @p layers 2 hidden 64 intermediate 8 heads 1 {
 // CHECK-NEXT:   %a = tensor.input "a" coords [1, 3) : !tensor.bits<2>
 // CHECK-NEXT:   %b = tensor.input "b" coords [3, 5) : !tensor.bits<2>
 // CHECK-NEXT:   %k = tensor.input "key" coords [5, 7) : !tensor.bits<2>
-// CHECK-NEXT:   %and = tensor.threshold %a, %b [{0 = 1, 2 = 1} >= 2, {1 = 1, 3 = 1} >= 2] at layer 0 mlp neurons [1, 5) coords [3, 5) overwrites [3, 5) : !tensor.bits<2>, !tensor.bits<2> -> !tensor.bits<2>
+// CHECK-NEXT:   %and = tensor.threshold %a, %b [{0 = 1, 2 = 1} >= 2, {1 = 1, 3 = 1} >= 2] at layer 0 mlp neurons [1, 5) coords [2, 4) overwrites [2, 4) : !tensor.bits<2>, !tensor.bits<2> -> !tensor.bits<2>
 // CHECK-NEXT:   tensor.memory @m slots 4 width 2 at layer 1 attn head 0
 // CHECK-NEXT:   tensor.kv_write @m[binary %k], %and at layer 1 attn head 0 : !tensor.bits<2>, !tensor.bits<2>
 // CHECK-NEXT:   %r = tensor.kv_read @m[binary %k] at layer 1 attn head 0 coords [7, 9) : !tensor.bits<2> -> !tensor.bits<2>
