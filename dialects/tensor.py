@@ -250,17 +250,17 @@ class ThresholdRow:
         return self.gadget().count
 
     def gadget(self) -> Gadget:
-        return self._checked_gadget
+        return _checked_gadget(self)
 
-    @functools.cached_property
-    def _checked_gadget(self) -> Gadget:
+    def _gadget_checked(self) -> Gadget:
         g = self._gadget()
         terms, t = self.form()
+        weights = {w for _, w in terms}
         for _, slope, offset in g.neurons:
             # the gate weights codegen writes: 256·4·slope·w per bit, and the flag's
             # 256·(offset + slope·(Σ w/2 − t)) (a bit is b = 4·x + x_flag/2)
             const = 256 * (offset + slope * (Fraction(sum(w for _, w in terms), 2) - t))
-            if not is_bf16(const) or not all(is_bf16(1024 * slope * w) for _, w in terms):
+            if not is_bf16(const) or not all(is_bf16(1024 * slope * w) for w in weights):
                 raise VerifyException(
                     f"threshold row {self.spelled()} needs gate weights bfloat16 cannot hold "
                     f"exactly (constant {float(const)}): keep weights to 8 significant bits "
@@ -297,6 +297,12 @@ class ThresholdRow:
     def spelled(self) -> str:
         inner = ", ".join(f"{i} = {w}" for i, w in self.terms)
         return "{" + inner + "} >= " + _spell_fraction(self.threshold)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _checked_gadget(row: ThresholdRow) -> Gadget:
+    """`ThresholdRow.gadget`, computed once per distinct row (lowerings ask often)."""
+    return row._gadget_checked()
 
 
 @dataclass(frozen=True)

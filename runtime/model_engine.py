@@ -86,6 +86,8 @@ def build_model(machine: CompiledMachine, base, dtype: torch.dtype):
 def model_stepper(model, vocab: P.Vocabulary, base_vocab: int):
     """Greedy decoding with the model's cache, one token at a time."""
     from transformers import DynamicCache
+    from transformers.utils import logging
+    logging.set_verbosity_error()   # not the notes on pure-PyTorch kernel fallbacks
     cache = DynamicCache(config=model.config)
     position = 0
 
@@ -93,7 +95,7 @@ def model_stepper(model, vocab: P.Vocabulary, base_vocab: int):
     def step(t: P.Token) -> P.Token | None:
         nonlocal position
         ids = torch.tensor([[base_vocab + vocab.id_of(t)]])
-        out = model(input_ids=ids, past_key_values=cache, use_cache=True,
+        out = model(input_ids=ids, cache=cache, use_cache=True,
                     position_ids=torch.tensor([[position]]))
         position += 1
         best = int(out.logits[0, -1].argmax())

@@ -1,10 +1,11 @@
 """The `qgc` and `qgc-opt` command lines: outputs, diagnostics, exit statuses."""
 
 import json
+import re
 import subprocess
 import sys
 
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, REPO, SHARED
 from qgc import __version__
 from qgc.cli import main
 
@@ -99,13 +100,35 @@ def test_unsupported_instruction_names_it(tmp_path):
 
 
 def test_codegen_names_the_limit_it_misses(tmp_path):
-    """The skeleton's v0 circuits do not fit the 2B layers yet: the error says
-    which limit and by how much, and no file is left behind."""
+    """On a base narrower than the dot step's live bits the error says which
+    limit and by how much, and no file is left behind."""
+    config = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
+    config.update(hidden_size=1024)
+    (tmp_path / "narrow.json").write_text(json.dumps(config))
+    out = tmp_path / "layers.safetensors"
+    proc = run_qgc(str(DOT / "dot.ptx"), "-o", str(out), "--base-config",
+                   str(tmp_path / "narrow.json"))
+    assert proc.returncode == 2 and not out.exists()
+    assert re.search(r"needs \d+ residual coordinates .* the layers have hidden 1024 "
+                     r"\(option hidden\)", proc.stderr), proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["narrow.json"]
+
+
+def test_layers_file_of_the_dot_product(tmp_path):
+    """`qgc dot.ptx -o layers.safetensors`: Qwen3.5 decoder-layer names, the
+    machine and base config in `__metadata__`."""
+    from safetensors import safe_open
     out = tmp_path / "layers.safetensors"
     proc = run_qgc(str(DOT / "dot.ptx"), "-o", str(out))
-    assert proc.returncode == 2 and not out.exists()
-    assert "64·hidden = 131072 (option hidden)" in proc.stderr
-    assert list(tmp_path.iterdir()) == []
+    assert proc.returncode == 0, proc.stderr
+    with safe_open(str(out), "np") as f:
+        meta, names = f.metadata(), list(f.keys())
+    layers = int(meta["layers"])
+    assert meta["kernel"] == "dot" and json.loads(meta["machine"])["layers"] == layers
+    assert json.loads(meta["base_config"])["hidden_size"] == 2048
+    assert {n.split(".")[2] for n in names} == {str(i) for i in range(layers)}
+    assert "model.layers.0.mlp.down_proj.weight.values" in names
+    assert all(n.startswith("model.layers.") for n in names)
 
 
 def test_stats_at_the_ptx_level():
