@@ -18,6 +18,7 @@ demo: install ## compile the dot product and run it with the best engine there i
 	qgc $(DOT)/dot.ptx --stats --launch $(DOT)/launch.json
 	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine simt
 	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine tensor
+	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine model --dtype bfloat16
 
 test: install ## run every test: pytest, then lit
 	$(MAKE) --no-print-directory test-py test-lit

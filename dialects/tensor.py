@@ -20,7 +20,8 @@ and each maps onto one half of a stock Qwen3.5 linear-attention decoder layer:
 
 - `tensor.threshold` (MLP half): each output bit is `[Σ w·x ≥ t]` over the
   operands' bits (concatenated), integer weights, integer or half-integer t;
-  one or two SwiGLU neurons per output (`ThresholdRow.gadget`).
+  one or two SwiGLU neurons per output (`ThresholdRow.gadget`); or a sum of
+  such parts that is 0 or 1 (`SumRow`).
 - `tensor.memory` + `tensor.kv_write` / `tensor.kv_read` (attention half): a
   Gated DeltaNet head used as an exact key–value memory of `slots` rows of
   `width` ≤ 64 bits. Within one token a memory takes at most one write and one
@@ -29,12 +30,13 @@ and each maps onto one half of a stock Qwen3.5 linear-attention decoder layer:
   all-zero bits; a disabled or out-of-range write writes nothing.
 
 `tensor-schedule-layers` places every op: layer, half (`attn` | `mlp`), head,
-neuron range, residual coordinates, and adds `tensor.pad` ops that keep every
-token's energy `sum(h²) = 64·hidden` — the printed program is the layer budget:
+neuron range, residual coordinates, and adds constant `tensor.pad` ops that
+keep every token's energy `sum(h²) = 64·hidden` — the printed program is the
+layer budget:
 
     %k = tensor.threshold ... at layer 0 mlp neurons [1, 3) coords [8, 10) : ...
     tensor.memory @m slots 16 width 2 at layer 1 attn head 0
-    tensor.pad 10 = 1 -> 0 at layer 0 mlp
+    tensor.pad 10 = 63
 """
 
 from __future__ import annotations

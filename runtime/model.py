@@ -13,22 +13,14 @@ torch and transformers are imported here and only here (lazily by callers).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import torch
 from transformers.models.qwen3_5 import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
+from qgc.codegen import default_config_path
 from qgc.diagnostics import QgcError
-
-SHARED_CONFIG = "qwen3_5_2b_text_config.json"
-
-
-def default_config_path() -> Path:
-    shared = os.environ.get("QGC_SHARED")
-    root = Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared"
-    return root / SHARED_CONFIG
 
 
 def load_text_config(path: str | Path | None = None) -> Qwen3_5TextConfig:
@@ -118,8 +110,9 @@ def _materialise_layers(merged: Qwen3_5ForCausalLM, states: list[dict[str, torch
         if missing:
             raise QgcError(f"error: compiled layer {index} lacks {sorted(missing)[0]} "
                            f"(and {len(missing) - 1} more)", 2)
-        layer.load_state_dict({k: v.to(dtype) for k, v in state.items()})
-        layers.append(layer.to(dtype))
+        # assign: the dense tensors become the parameters, no second copy
+        layer.load_state_dict({k: v.to(dtype) for k, v in state.items()}, assign=True)
+        layers.append(layer)
     return layers
 
 

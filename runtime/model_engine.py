@@ -83,23 +83,34 @@ def build_model(machine: CompiledMachine, base, dtype: torch.dtype):
     return merge(base, machine.layer_states(dtype), machine.gpu_rows()).to(dtype)
 
 
-def model_stepper(model, vocab: P.Vocabulary, base_vocab: int):
-    """Greedy decoding with the model's cache, one token at a time."""
-    from transformers import DynamicCache
-    from transformers.utils import logging
-    logging.set_verbosity_error()   # not the notes on pure-PyTorch kernel fallbacks
-    cache = DynamicCache(config=model.config)
-    position = 0
+class ModelStepper:
+    """Greedy decoding with the model's own cache: the launch prompt in one
+    forward (`prefill`), then one token at a time."""
+
+    def __init__(self, model, vocab: P.Vocabulary, base_vocab: int):
+        from transformers import DynamicCache
+        from transformers.utils import logging
+        logging.set_verbosity_error()   # not the notes on pure-PyTorch kernel fallbacks
+        self.model, self.vocab, self.base_vocab = model, vocab, base_vocab
+        self.cache = DynamicCache(config=model.config)
+        self.position = 0
 
     @torch.no_grad()
-    def step(t: P.Token) -> P.Token | None:
-        nonlocal position
-        ids = torch.tensor([[base_vocab + vocab.id_of(t)]])
-        out = model(input_ids=ids, cache=cache, use_cache=True,
-                    position_ids=torch.tensor([[position]]))
-        position += 1
+    def _forward(self, tokens: Sequence[P.Token]) -> P.Token | None:
+        ids = torch.tensor([[self.base_vocab + self.vocab.id_of(t) for t in tokens]])
+        positions = torch.arange(self.position, self.position + len(tokens))[None]
+        out = self.model(input_ids=ids, cache=self.cache, use_cache=True,
+                         position_ids=positions, logits_to_keep=1)
+        self.position += len(tokens)
         best = int(out.logits[0, -1].argmax())
-        if best < base_vocab:
-            return None
-        return vocab.token(best - base_vocab)
-    return step
+        return None if best < self.base_vocab else self.vocab.token(best - self.base_vocab)
+
+    def prefill(self, tokens: Sequence[P.Token]) -> None:
+        self._forward(tokens)
+
+    def __call__(self, t: P.Token) -> P.Token | None:
+        return self._forward([t])
+
+
+def model_stepper(model, vocab: P.Vocabulary, base_vocab: int) -> ModelStepper:
+    return ModelStepper(model, vocab, base_vocab)

@@ -41,7 +41,9 @@ out_proj adds 2 per set bit onto the read's coordinates, which hold −1.
 
 from __future__ import annotations
 
+import functools
 import math
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -77,7 +79,9 @@ class CodegenError(Exception):
 
 def is_bf16(value: float) -> bool:
     """True when `value` is exactly representable in bfloat16 (8 significant bits)."""
-    return math.isfinite(value) and T.is_bf16(value)
+    bits = struct.unpack("<I", struct.pack("<f", value))[0] if math.isfinite(value) and \
+        abs(value) < 3.4e38 else 1
+    return bits & 0xFFFF == 0 and struct.unpack("<f", struct.pack("<I", bits))[0] == value
 
 
 def _bf16_values(lo: float, hi: float) -> list[float]:
@@ -228,17 +232,26 @@ class CompiledProgram:
 
     def encode(self, inputs: Mapping[str, Sequence[int]]) -> list[float]:
         """The residual vector of one GPU token carrying these input bits."""
+        base, fields = self._encoding
+        h = list(base)
+        for name, coords in fields:
+            bits = list(inputs[name])
+            if len(bits) != len(coords) or any(b not in (0, 1) for b in bits):
+                raise CodegenError(f"input '{name}' takes {len(coords)} bits (0 or 1)")
+            for c, b in zip(coords, bits, strict=True):
+                h[c] = 2.0 * b - 1.0
+        return h
+
+    @functools.cached_property
+    def _encoding(self) -> tuple[list[float], list[tuple[str, list[int]]]]:
+        """What every token's row shares (flag, −1 on coordinates a read or a
+        threshold writes first, pads), and each input's coordinates."""
         h = [0.0] * self.hidden
         h[T.ProgramOp.FLAG] = FLAG_VALUE
+        fields = []
         for op in self.program.ops():
             if isinstance(op, T.InputOp):
-                name = op.input_name.data
-                bits = list(inputs[name])
-                coords = self.coords[op.result]
-                if len(bits) != len(coords) or any(b not in (0, 1) for b in bits):
-                    raise CodegenError(f"input '{name}' takes {len(coords)} bits (0 or 1)")
-                for c, b in zip(coords, bits, strict=True):
-                    h[c] = 2.0 * b - 1.0
+                fields.append((op.input_name.data, self.coords[op.result]))
             elif isinstance(op, T.KvReadOp):
                 for c in self.coords[op.result]:
                     h[c] = -1.0
@@ -247,7 +260,7 @@ class CompiledProgram:
                     h[c] = -1.0       # a fresh bit coordinate: bit 0 until written
             elif isinstance(op, T.PadOp):
                 h[op.coord.value.data] = float(op.value.value.data)
-        return h
+        return h, fields
 
     def decode(self, h: Sequence[float]) -> dict[str, list[int]]:
         """Output bits of a residual vector; every output coordinate must hold

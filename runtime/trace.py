@@ -30,6 +30,7 @@ DEFAULT_MAX_STEPS = 100_000
 #: A stepper takes the next token of the stream and returns the token the
 #: machine names after it (its greedy continuation), or None where that is no
 #: token of the vocabulary (the host ignores it after the prompt and after END).
+#: A stepper may also have `prefill(tokens)`: the launch prompt in one go.
 Stepper = Callable[[P.Token], P.Token | None]
 
 
@@ -129,8 +130,16 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
                        f"(after {stream[-1].spelled()})")
         return t
 
-    for t in prompt(words):
-        append(t)
+    launch_prompt = prompt(words)
+    prefill = getattr(stepper, "prefill", None)
+    for t in launch_prompt:
+        if prefill is None:
+            append(t)
+        else:
+            stream.append(t)
+            records.feed(t)
+    if prefill is not None and launch_prompt:
+        prefill(launch_prompt)
     block = {w: 0 for w in range(len(warps))}
     live = list(range(len(warps)))
     steps = 0
@@ -159,21 +168,23 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
         base = layout.bases[i]
         buffers.append([_value(arg.type, memory.get(base + k, 0))
                         for k in range(layout.sizes[i])])
-    n_prompt = len(prompt(words))
+    n_prompt = len(launch_prompt)
     stats = {"tokens": len(stream), "prompt_tokens": n_prompt, "exec_steps": steps,
              "trace_tokens": len(stream) - n_prompt, "gpu_vocabulary": vocab.size}
     return TraceResult(buffers, stream, stats)
 
 
-def tensor_stepper(program, vocab: P.Vocabulary) -> Stepper:
+def tensor_stepper(program, vocab: P.Vocabulary, record: list | None = None) -> Stepper:
     """The ideal `tensor` engine as a stepper: one `run_tensor` per token, the
-    memories kept from token to token."""
+    memories kept from token to token; `record` collects (token, outputs)."""
     from qgc.runtime.tensor_engine import run_tensor
     state: dict = {}
 
     def step(t: P.Token) -> P.Token | None:
         nonlocal state
         out, state = run_tensor(program, vocab.inputs(t), state)
+        if record is not None:
+            record.append((t, out))
         try:
             return vocab.from_outputs(out)
         except ValueError:

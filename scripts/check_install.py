@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 NEEDED = ("xdsl", "lark", "numpy", "transformers", "safetensors", "tqdm",
-          "pytest", "hypothesis", "lit", "filecheck")
+          "pytest", "xdist", "hypothesis", "lit", "filecheck")
 
 try:
     for name in NEEDED:

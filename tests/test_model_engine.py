@@ -1,0 +1,164 @@
+"""The model level: the skeleton kernels' step programs as stock Qwen3.5
+decoder layers on the 2B shape (hidden 2048, intermediate 6144, 16 linear
+heads), checked token by token against the ideal `tensor` engine, and whole
+launches through one merged stock `Qwen3_5ForCausalLM` in float32 and
+bfloat16. The merged model's base is a seeded stand-in with the 2B layer
+shape but two base layers (one linear, one full attention) and a small text
+vocabulary, so that a launch takes seconds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from qgc import driver
+from qgc.codegen import compiled_machine, read_text_config, schedule_options
+from qgc.pipeline import stage_pipeline
+from qgc.runtime.launch import load_launch
+from qgc.runtime.trace import run_trace, tensor_stepper
+
+torch = pytest.importorskip("torch")
+
+from conftest import SHARED  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SKELETON = [(name, suffix) for name in ("dot", "vector_add") for suffix in (".ptx", ".clang.ptx")]
+DTYPES = ("float32", "bfloat16")
+#: Text rows of the small stand-in's vocabulary (GPU rows come after them).
+SMALL_VOCAB = 512
+
+
+@pytest.fixture(scope="module", autouse=True)
+def two_threads():
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(n)
+
+
+def small_base_config(tmp_path_factory) -> Path:
+    data = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
+    data.update(num_hidden_layers=2, layer_types=["linear_attention", "full_attention"],
+                vocab_size=SMALL_VOCAB, bos_token_id=None, eos_token_id=None)
+    path = tmp_path_factory.mktemp("base") / "config.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture(scope="module")
+def base_config(tmp_path_factory):
+    return small_base_config(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def machines(base_config):
+    """(name, suffix) → (compiled program, vocabulary, simt kernel), compiled once."""
+    cache = {}
+
+    def get(name: str, suffix: str):
+        if (name, suffix) not in cache:
+            config = read_text_config(base_config)
+            ctx, module = driver.load(str(EXAMPLES / name / f"{name}{suffix}"))
+            spec = stage_pipeline("tensor").partition("tensor-schedule-layers")[0]
+            driver.apply(ctx, module, spec + schedule_options(config))
+            compiled, _, vocab, kernel = compiled_machine(module, config)
+            cache[(name, suffix)] = compiled, vocab, kernel
+        return cache[(name, suffix)]
+    return get
+
+
+def expected_buffers(name: str):
+    return json.loads((EXAMPLES / name / "expected.json").read_text())["buffers"]
+
+
+def recorded_trace(compiled, vocab, kernel, launch):
+    """The launch on the ideal engine: every token fed, with the step's outputs."""
+    record: list = []
+    result = run_trace(kernel, vocab, launch, tensor_stepper(compiled.program, vocab, record))
+    return result, [t for t, _ in record], [out for _, out in record]
+
+
+class StreamedLayers:
+    """The compiled layers as stock `Qwen3_5DecoderLayer` modules, built one at
+    a time (a 2B-shaped layer is 58.8 M weights), run on the whole token stream
+    at once (prefill: the chunked DeltaNet path), checking that every token's
+    `sum(h²)` stays 64·hidden after every half-layer."""
+
+    def __init__(self, compiled, dtype: str):
+        from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
+        self.compiled, self.dtype = compiled, getattr(torch, dtype)
+        self.rotary = Qwen3_5TextRotaryEmbedding(compiled.layer_config())
+        self.halves = 0
+
+    def _energy(self, h) -> None:
+        target = 64 * self.compiled.hidden
+        e = h.double().pow(2).sum(-1)
+        assert bool((e == target).all()), \
+            f"sum(h²) drifted from {target} by up to {float((e - target).abs().max())}"
+        self.halves += 1
+
+    def run(self, h):
+        from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
+        x = h.to(self.dtype)[None]
+        pos = torch.arange(x.shape[1])[None]
+        self._energy(x)
+        with torch.no_grad():
+            for i in range(len(self.compiled.layers)):
+                with torch.device("meta"):
+                    layer = Qwen3_5DecoderLayer(self.compiled.layer_config(), i)
+                layer = layer.to_empty(device="cpu")
+                self.compiled.fill_layer(layer, i)
+                layer = layer.to(self.dtype).eval()
+                hook = layer.post_attention_layernorm.register_forward_pre_hook(
+                    lambda m, args: self._energy(args[0]))
+                x = layer(x, position_embeddings=self.rotary(x, pos), attention_mask=None,
+                          position_ids=pos)
+                hook.remove()
+                self._energy(x)
+                del layer
+        return x[0].double()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["dot", "vector_add"])
+def test_per_token_stock_layers(machines, name, dtype):
+    """Every token of the launch, its step run by stock decoder layers: each
+    output coordinate is exactly ±1 and equals the ideal engine's bit."""
+    compiled, vocab, kernel = machines(name, ".ptx")
+    launch = load_launch(EXAMPLES / name / "launch.json")
+    result, fed, outputs = recorded_trace(compiled, vocab, kernel, launch)
+    assert result.buffers == expected_buffers(name)
+    rows = torch.tensor([compiled.encode(vocab.inputs(t)) for t in fed], dtype=torch.float64)
+    layers = StreamedLayers(compiled, dtype)
+    h = layers.run(rows)
+    assert layers.halves == 1 + 2 * len(compiled.layers)
+    coords = compiled.output_coords()
+    vals = h[:, coords]
+    assert bool(((vals == 1) | (vals == -1)).all()), \
+        f"output coordinates off ±1 by up to {float((vals.abs() - 1).abs().max())}"
+    got = [compiled.decode(row) for row in h.tolist()]
+    bad = [i for i, (g, e) in enumerate(zip(got, outputs, strict=True)) if g != e]
+    assert not bad, f"{len(bad)} of {len(fed)} tokens differ, first {fed[bad[0]].spelled()}"
+
+
+@pytest.mark.parametrize("name, suffix", SKELETON)
+def test_launch_through_the_merged_model(machines, base_config, name, suffix):
+    """The launch decoded greedily by one stock `Qwen3_5ForCausalLM` (the
+    compiled layers, the readout, the base's layers) with its own cache, the
+    prompt prefilled: in float32, then the same model cast to bfloat16. The
+    stream is the ideal engine's, token for token."""
+    from qgc.runtime.model import load_base, load_text_config
+    from qgc.runtime.model_engine import CompiledMachine, build_model, model_stepper
+    compiled, vocab, kernel = machines(name, suffix)
+    launch = load_launch(EXAMPLES / name / "launch.json")
+    ideal = run_trace(kernel, vocab, launch, tensor_stepper(compiled.program, vocab))
+    base = load_base(None, load_text_config(base_config))
+    model = build_model(CompiledMachine(compiled, vocab), base, torch.float32)
+    assert model.config.num_hidden_layers == len(compiled.layers) + 1 + 2
+    for dtype in (torch.float32, torch.bfloat16):
+        model = model.to(dtype)
+        result = run_trace(kernel, vocab, launch, model_stepper(model, vocab, SMALL_VOCAB))
+        assert result.buffers == expected_buffers(name), dtype
+        assert [t.spelled() for t in result.tokens] == [t.spelled() for t in ideal.tokens], dtype
