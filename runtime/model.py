@@ -104,6 +104,15 @@ def merge(base: Qwen3_5ForCausalLM, layer_states: list[dict[str, torch.Tensor]],
 def _materialise_layers(merged: Qwen3_5ForCausalLM, states: list[dict[str, torch.Tensor]],
                         dtype: torch.dtype) -> list[torch.nn.Module]:
     layers = []
+    taken: set[int] = set()      # storages already made parameters (a state may repeat)
+
+    def own(tensor: torch.Tensor) -> torch.Tensor:
+        tensor = tensor.to(dtype)
+        if tensor.untyped_storage().data_ptr() in taken:
+            tensor = tensor.clone()
+        taken.add(tensor.untyped_storage().data_ptr())
+        return tensor
+
     for index, state in enumerate(states):
         layer = merged.model.layers[index].to_empty(device="cpu")
         missing = set(layer.state_dict()) - set(state)
@@ -111,7 +120,7 @@ def _materialise_layers(merged: Qwen3_5ForCausalLM, states: list[dict[str, torch
             raise QgcError(f"error: compiled layer {index} lacks {sorted(missing)[0]} "
                            f"(and {len(missing) - 1} more)", 2)
         # assign: the dense tensors become the parameters, no second copy
-        layer.load_state_dict({k: v.to(dtype) for k, v in state.items()}, assign=True)
+        layer.load_state_dict({k: own(v) for k, v in state.items()}, assign=True)
         layers.append(layer)
     return layers
 
