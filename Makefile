@@ -4,7 +4,7 @@ PIP ?= $(PYTHON) -m pip
 LIT_JOBS ?= 2
 DOT = examples/dot
 
-.PHONY: help install demo test test-py test-lit lint docs ptx check-docs
+.PHONY: help install demo test test-py test-lit lint docs ptx check-docs bench
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -30,7 +30,10 @@ test-lit: ## lit + FileCheck only
 	lit -j $(LIT_JOBS) testsuite
 
 lint: install ## ruff over the sources
-	ruff check qgc dialects passes runtime tests testsuite
+	ruff check qgc dialects passes runtime tests testsuite bench
+
+bench: install ## seconds per dot-product launch per engine, as ratios to ref (BENCH_ARGS=--model)
+	$(PYTHON) bench/engines.py $(BENCH_ARGS)
 
 docs: install ## regenerate docs/ptx-coverage.md from the code
 	$(PYTHON) -m qgc.coverage_doc > docs/ptx-coverage.md
