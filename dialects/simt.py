@@ -49,7 +49,6 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     opt_prop_def,
-    opt_successor_def,
     prop_def,
     region_def,
     successor_def,
@@ -83,9 +82,10 @@ DEFAULT_MAX_OPS = 16
 #: ALU opcodes of the machine and their number of sources. Sources are
 #: registers or immediates; `selp`'s third source is a predicate.
 ALU_ARITY: dict[str, int] = {
-    "mov": 1, "not": 1, "neg": 1,
-    "add": 2, "sub": 2, "mul.lo": 2, "and": 2, "or": 2, "xor": 2, "shl": 2,
-    "shr.u": 2, "shr.s": 2, "min.s": 2, "min.u": 2, "max.s": 2, "max.u": 2,
+    "mov": 1, "not": 1, "neg": 1, "abs": 1, "popc": 1, "clz": 1, "brev": 1,
+    "add": 2, "sub": 2, "mul.lo": 2, "mul.hi.s": 2, "mul.hi.u": 2, "and": 2, "or": 2,
+    "xor": 2, "shl": 2, "shr.u": 2, "shr.s": 2, "min.s": 2, "min.u": 2, "max.s": 2,
+    "max.u": 2, "div.s": 2, "div.u": 2, "rem.s": 2, "rem.u": 2,
     "mad.lo": 3, "selp": 3,
 }
 
@@ -213,10 +213,13 @@ Src = RegAttr | IntAttr
 
 # ------------------------------------------------------------ custom directives
 
-def _parse_src(parser: Parser) -> Src:
+def _parse_src(parser: Parser) -> Src | GuardAttr:
+    """An immediate, a register, or a negated predicate (`!p1`, predicate logic)."""
     value = parser.parse_optional_integer(allow_boolean=False, allow_negative=True)
     if value is not None:
         return IntAttr(value)
+    if parser._current_token.kind == MLIRTokenKind.EXCLAMATION_IDENT:
+        return GuardAttr.parse_bare(parser)
     return RegAttr.parse_bare(parser)
 
 
@@ -224,7 +227,7 @@ def _print_src(printer: Printer, src: Attribute) -> None:
     if isinstance(src, IntAttr):
         printer.print_int(src.data)
     else:
-        assert isinstance(src, RegAttr)
+        assert isinstance(src, RegAttr | GuardAttr)
         printer.print_string(src.spelled)
 
 
@@ -510,6 +513,57 @@ class SetpOp(MachineOp):
             _want(self, s, False, "source")
 
 
+#: Predicate logic of `simt.pred` and its number of sources.
+PRED_ARITY: dict[str, int] = {"mov": 1, "not": 1, "and": 2, "or": 2, "xor": 2}
+
+
+@irdl_op_definition
+class PredOp(MachineOp):
+    """Logic on predicates: `simt.pred "and" p0, p1, !p2` (mov not and or xor;
+    a source is a predicate, maybe negated, or 0/1)."""
+
+    name = "simt.pred"
+    opcode = prop_def(StringAttr)
+    dst = prop_def(RegAttr)
+    srcs = prop_def(ArrayAttr[RegAttr | GuardAttr | IntAttr])
+    custom_directives = (Reg, Guard, Sources)
+    assembly_format = ("$opcode custom<Reg>($dst) `,` custom<Sources>($srcs) " + GUARD_FORMAT)
+
+    def __init__(self, opcode: str, dst: RegAttr, srcs: Sequence[GuardAttr | int],
+                 guard: GuardAttr | None = None):
+        # a plain predicate is kept as its register, a negated one as a guard
+        items = [s.pred if isinstance(s, GuardAttr) and not s.is_negated else _src(s)
+                 for s in srcs]
+        super().__init__(properties={"opcode": StringAttr(opcode), "dst": dst,
+                                     "srcs": ArrayAttr(items), "guard": guard})
+
+    def sources(self) -> list[GuardAttr | int]:
+        """Each source as a condition (`GuardAttr`) or a constant 0/1."""
+        return [GuardAttr(s) if isinstance(s, RegAttr) else s if isinstance(s, GuardAttr)
+                else s.data for s in self.srcs.data]
+
+    def defs(self) -> list[RegAttr]:
+        return [self.dst]
+
+    def uses(self) -> list[RegAttr]:
+        return [s.pred for s in self.sources() if isinstance(s, GuardAttr)] + super().uses()
+
+    def verify_(self) -> None:
+        opc = self.opcode.data
+        if opc not in PRED_ARITY:
+            raise VerifyException(f"unknown predicate opcode '{opc}' (expected one of "
+                                  f"{', '.join(PRED_ARITY)})")
+        if len(self.srcs.data) != PRED_ARITY[opc]:
+            raise VerifyException(f"'{opc}' takes {PRED_ARITY[opc]} sources, got "
+                                  f"{len(self.srcs.data)}")
+        _want(self, self.dst, True, "destination")
+        for s in self.sources():
+            if isinstance(s, GuardAttr):
+                _want(self, s.pred, True, "source")
+            elif s not in (0, 1):
+                raise VerifyException(f"a predicate constant is 0 or 1, not {s}")
+
+
 @irdl_op_definition
 class SpecialOp(MachineOp):
     """A machine-provided value per lane: `simt.special r1, "tid.x"`
@@ -694,26 +748,21 @@ class BranchOp(IRDLOperation):
     """A per-lane conditional branch: `simt.branch !p0, ^bb2, ^bb1`.
 
     Lanes where the condition holds continue at the first block, the others at
-    the second. v0 of the machine runs no divergent branch: `simt-if-convert`
-    turns branches around single-entry, single-exit regions into predicated
-    ops. The full machine will run the rest with a reconvergence block
-    (`reconverge ^bbN`, the immediate post-dominator).
+    the second. Diverged lanes reconverge by min-PC scheduling: a step runs
+    the lowest-numbered block any live lane waits at (docs/machine.md,
+    "Divergence"), so no reconvergence block needs naming.
     """
 
     name = "simt.branch"
     cond = prop_def(GuardAttr)
     then_dest = successor_def()
     else_dest = successor_def()
-    reconverge = opt_successor_def()
     traits = traits_def(IsTerminator())
     custom_directives = (Guard,)
-    assembly_format = ("custom<Guard>($cond) `,` $then_dest `,` $else_dest (`reconverge` $reconverge^)? "
-                       "attr-dict")
+    assembly_format = "custom<Guard>($cond) `,` $then_dest `,` $else_dest attr-dict"
 
-    def __init__(self, cond: GuardAttr, then_dest: Block, else_dest: Block,
-                 reconverge: Block | None = None):
-        succ: list = [then_dest, else_dest, [reconverge] if reconverge else []]
-        super().__init__(properties={"cond": cond}, successors=succ)
+    def __init__(self, cond: GuardAttr, then_dest: Block, else_dest: Block):
+        super().__init__(properties={"cond": cond}, successors=[then_dest, else_dest])
 
     def uses(self) -> list[RegAttr]:
         return [self.cond.pred]
@@ -933,6 +982,7 @@ def kernels_of(root: Operation) -> list[KernelOp]:
 
 SIMT = Dialect(
     "simt",
-    [KernelOp, AluOp, SetpOp, SpecialOp, LdOp, StOp, AtomOp, NextOp, ExitOp, BranchOp],
+    [KernelOp, AluOp, SetpOp, PredOp, SpecialOp, LdOp, StOp, AtomOp, NextOp, ExitOp,
+     BranchOp],
     [RegAttr, GuardAttr],
 )

@@ -246,6 +246,8 @@ class _Selector:
         if t in WIDE or (base == "mul" and "wide" in mods) or \
                 (base == "cvt" and opc.types and opc.types[0] in WIDE):
             return self.wide_op(inst, guard)
+        if t == "pred" and base in simt.PRED_ARITY:
+            return self.pred_logic(inst, guard)
         if base == "mov":
             return self.mov(inst, guard)
         if base == "setp":
@@ -303,6 +305,24 @@ class _Selector:
             return [simt.SpecialOp(d, SPECIAL_NAMES[src.name], guard)]
         pre: list[Operation] = []
         return pre + [simt.AluOp("mov", d, [self.src32(inst, src, pre)], guard)]
+
+    def pred_logic(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """and/or/xor/not/mov on predicates (`and.pred %p3, %p1, %p2`)."""
+        args = inst.operands_decoded
+        if inst.op.modifiers or len(args) != simt.PRED_ARITY[inst.op.base] + 1:
+            raise unsupported(inst, inst.opcode.data)
+        dst = args[0]
+        if not isinstance(dst, ptx.Reg) or dst.negated or self.bits(dst.name) != 1:
+            raise unsupported(inst, inst.opcode.data, "a non-predicate destination")
+        srcs: list[GuardAttr | int] = []
+        for a in args[1:]:
+            if isinstance(a, ptx.Imm) and not a.is_float and a.value in (0, 1):
+                srcs.append(int(a.value))
+            elif isinstance(a, ptx.Reg) and self.bits(a.name) == 1:
+                srcs.append(GuardAttr(self.vreg(a.name), a.negated))
+            else:
+                raise unsupported(inst, inst.opcode.data, "a non-predicate source")
+        return [simt.PredOp(inst.op.base, self.vreg(dst.name), srcs, guard)]
 
     def setp(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         opc = inst.op
@@ -531,8 +551,15 @@ def _alu_opcode(base: str, mods: tuple[str, ...], t: str | None) -> str | None:
         return "shl"
     if base == "shr" and not mods:
         return "shr.s" if t == "s32" else "shr.u"
-    if base in ("min", "max") and not mods and t != "b32":
-        return f"{base}.{'s' if t == 's32' else 'u'}"
+    sign = "s" if t == "s32" else "u"
+    if base in ("min", "max", "div", "rem") and not mods and t != "b32":
+        return f"{base}.{sign}"
+    if base == "mul" and mods == ("hi",) and t != "b32":
+        return f"mul.hi.{sign}"
+    if base == "abs" and not mods and t == "s32":
+        return "abs"
+    if base in ("popc", "clz", "brev") and not mods and t == "b32":
+        return base
     return None
 
 

@@ -1,9 +1,10 @@
 """`simt-if-convert`: forward branches around single-entry, single-exit regions
 become predicated ops.
 
-v0 of the machine runs no divergent branch. A `simt.branch c, ^T, ^F` whose
-arms are blocks with that branch as their only predecessor and which meet again
-right after is rewritten into straight-line code:
+A predicated region costs no step of its own and no divergence: a
+`simt.branch c, ^T, ^F` whose arms are blocks with that branch as their only
+predecessor and which meet again right after is rewritten into straight-line
+code:
 
 - triangle `c, ^J, ^F` with `^F: ... simt.next ^J`: F's ops guarded by `!c`;
 - triangle `c, ^T, ^J` with `^T: ... simt.next ^J`: T's ops guarded by `c`;
@@ -11,11 +12,11 @@ right after is rewritten into straight-line code:
 
 The block then ends with `simt.next ^J`; a guarded op on a lane whose guard is
 false does nothing (a guarded load, store or atomic does not touch memory, so
-cannot trap). Regions are converted innermost first. What cannot be converted
-(loops, nested conditions, arms that rewrite the branch's own predicate,
-regions with several entries or exits) is refused at the branch's PTX location:
-`error: 'bra' is not yet supported by the machine (...)`; the full machine will
-run those with `simt.branch ... reconverge ^bbN`.
+cannot trap). Regions are converted innermost first. Every other branch stays
+a `simt.branch` that the machine runs per lane (min-PC, see
+`runtime/simt_engine.py`): loops, regions whose ops are guarded already (a
+guard is one predicate, there is no guard of guards), arms that rewrite the
+branch's own predicate, regions with several entries or exits.
 """
 
 from __future__ import annotations
@@ -26,14 +27,8 @@ from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException
 
-from qgc.dialects import ptx, simt
-
-
-def not_supported(op, reason: str) -> DiagnosticException:
-    return DiagnosticException(f"{ptx.location_prefix(op)}error: 'bra' is not yet supported "
-                               f"by the machine ({reason})")
+from qgc.dialects import simt
 
 
 def _next_of(block: Block) -> Block | None:
@@ -66,19 +61,14 @@ def _convert_one(kernel: simt.KernelOp) -> bool:
     preds = simt.predecessors(kernel)
     for block in kernel.body.blocks:
         term = block.last_op
-        if not isinstance(term, simt.BranchOp) or term.reconverge is not None:
+        if not isinstance(term, simt.BranchOp):
             continue
         found = _arms(kernel, block, term, preds)
         if found is None:
             continue
         arms, join = found
-        for arm, _ in arms:
-            for op in list(arm.ops)[:-1]:
-                assert isinstance(op, simt.MachineOp)
-                if op.guard is not None:
-                    raise not_supported(term, "nested conditional regions")
-                if term.cond.pred in op.defs():
-                    raise not_supported(term, "the region rewrites the branch's predicate")
+        if not all(_guardable(op, term) for arm, _ in arms for op in list(arm.ops)[:-1]):
+            continue
         for arm, guard in arms:
             for op in list(arm.ops)[:-1]:
                 op.detach()
@@ -99,20 +89,16 @@ def _convert_one(kernel: simt.KernelOp) -> bool:
     return False
 
 
+def _guardable(op, term: simt.BranchOp) -> bool:
+    """An unguarded op that leaves the branch's predicate alone."""
+    assert isinstance(op, simt.MachineOp)
+    return op.guard is None and term.cond.pred not in op.defs()
+
+
 def if_convert(kernel: simt.KernelOp) -> None:
     simt.remove_unreachable(kernel)
     while _convert_one(kernel):
         pass
-    index = {b: i for i, b in enumerate(kernel.body.blocks)}
-    for block in kernel.body.blocks:  # a loop first: it is the reason branches remain
-        term = block.last_op
-        if term is not None and any(index[s] <= index[block] for s in term.successors):
-            raise not_supported(term, "a loop: loops need the full machine")
-    for block in kernel.body.blocks:
-        term = block.last_op
-        if isinstance(term, simt.BranchOp) and term.reconverge is None:
-            raise not_supported(term, "a branch that does not skip a single-entry, "
-                                "single-exit region")
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,14 @@ model will:
 - the host scheduler only picks the next unfinished warp, round-robin over all
   warps of all CTAs, and counts EXEC steps; one step runs one whole machine
   block of the picked warp: its ops in order, each on every active lane whose
-  guard holds, then the terminator (`simt.next` jumps, `simt.exit` ends the
-  warp);
+  guard holds, then the terminator on those lanes (`simt.next` jumps,
+  `simt.branch` sends each lane its own way, `simt.exit` retires the lanes);
+- divergence is min-PC scheduling over the machine blocks: every lane has its
+  own next block, a step runs the lowest-numbered one among the warp's live
+  lanes, on exactly the lanes that wait there (the active lanes), so diverged
+  paths reconverge at the first block in layout order they share — the
+  discipline of the `ref` engine, one block instead of one instruction at a
+  time; the warp is done when every lane has exited;
 - a global access is checked against the bounds pair of the buffer it derives
   from: outside it, the machine traps (status 3) naming the warp, lane, ctaid,
   tid, the op with its PTX location and the word address; an inactive or
@@ -22,8 +28,7 @@ model will:
 - atomics from several lanes on one word apply in lane order.
 
 The engine also runs kernels before register allocation and block formation
-(virtual registers, long blocks); a `simt.branch` runs only when every active
-lane takes the same side (v0 has no divergent branches).
+(virtual registers, long blocks).
 """
 
 from __future__ import annotations
@@ -37,7 +42,6 @@ from pathlib import Path
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr
 from xdsl.ir import Block, Operation
 
-from qgc.diagnostics import QgcError
 from qgc.dialects import ptx, simt
 from qgc.runtime.launch import TYPE_SIZES, Launch, LaunchError, select_kernel
 from qgc.runtime.memory import Trap
@@ -160,8 +164,8 @@ class Warp:
     """One warp: per-lane registers `r`, predicates `p`, the active lanes, the
     current block, and the machine-provided values of its lanes."""
 
-    __slots__ = ("index", "ctaid", "tids", "active", "r", "p", "block", "done", "steps",
-                 "ops", "special")
+    __slots__ = ("index", "ctaid", "tids", "active", "r", "p", "block", "pc", "done",
+                 "steps", "ops", "special")
 
     def __init__(self, index: int, ctaid: tuple[int, int, int],
                  tids: list[tuple[int, int, int] | None], nregs: int, npreds: int,
@@ -170,13 +174,25 @@ class Warp:
         self.active = [lane for lane, t in enumerate(tids) if t is not None]
         self.r = [[0] * nregs for _ in tids]
         self.p = [[False] * npreds for _ in tids]
-        self.block, self.done, self.steps, self.ops = 0, False, 0, 0
+        self.block, self.done, self.steps, self.ops = 0, not self.active, 0, 0
+        # each live lane's next block (a lane without a thread never runs)
+        self.pc: dict[int, int] = {lane: 0 for lane in self.active}
         self.special: dict[str, list[int]] = {}
         for axis, d in enumerate("xyz"):
             self.special[f"tid.{d}"] = [t[axis] if t else 0 for t in tids]
             self.special[f"ntid.{d}"] = [ntid[axis]] * len(tids)
             self.special[f"ctaid.{d}"] = [ctaid[axis]] * len(tids)
             self.special[f"nctaid.{d}"] = [nctaid[axis]] * len(tids)
+
+    def select(self) -> None:
+        """The next step's block and active lanes: min-PC over the live lanes."""
+        self.block = min(self.pc.values())
+        self.active = [lane for lane, b in self.pc.items() if b == self.block]
+
+    def retire(self, lanes: list[int]) -> None:
+        for lane in lanes:
+            del self.pc[lane]
+        self.done = not self.pc
 
     def who(self, lane: int) -> str:
         return (f"warp {self.index} lane {lane} (ctaid {_xyz(self.ctaid)} "
@@ -205,6 +221,22 @@ def _shr_s(a: int, b: int) -> int:
     return (_s(a) >> min(b, 31)) & M32
 
 
+def _div_s(a: int, b: int) -> int:
+    """Toward zero; x / 0 = all ones, INT_MIN / −1 = INT_MIN (as `ref`)."""
+    if b == 0:
+        return M32
+    q = abs(_s(a)) // abs(_s(b))
+    return (-q if (_s(a) < 0) != (_s(b) < 0) else q) & M32
+
+
+def _rem_s(a: int, b: int) -> int:
+    """The sign of the dividend; x rem 0 = x."""
+    if b == 0:
+        return a
+    r = abs(_s(a)) % abs(_s(b))
+    return (-r if _s(a) < 0 else r) & M32
+
+
 ALU: dict[str, Callable[..., int]] = {
     "mov": lambda a: a,
     "not": lambda a: ~a & M32,
@@ -212,6 +244,16 @@ ALU: dict[str, Callable[..., int]] = {
     "add": lambda a, b: (a + b) & M32,
     "sub": lambda a, b: (a - b) & M32,
     "mul.lo": lambda a, b: (a * b) & M32,
+    "mul.hi.s": lambda a, b: ((_s(a) * _s(b)) >> 32) & M32,
+    "mul.hi.u": lambda a, b: (a * b) >> 32,
+    "div.s": _div_s,
+    "div.u": lambda a, b: a // b if b else M32,
+    "rem.s": _rem_s,
+    "rem.u": lambda a, b: a % b if b else a,
+    "abs": lambda a: abs(_s(a)) & M32,
+    "popc": lambda a: bin(a).count("1"),
+    "clz": lambda a: 32 - a.bit_length(),
+    "brev": lambda a: int(f"{a:032b}"[::-1], 2),
     "mad.lo": lambda a, b, c: (a * b + c) & M32,
     "and": lambda a, b: a & b,
     "or": lambda a, b: a | b,
@@ -234,7 +276,13 @@ SETP: dict[str, Callable[[int, int], bool]] = {
     "gt.u": lambda a, b: a > b, "ge.u": lambda a, b: a >= b,
 }
 
+PRED: dict[str, Callable[..., bool]] = {
+    "mov": lambda a: a, "not": lambda a: not a,
+    "and": lambda a, b: a and b, "or": lambda a, b: a or b, "xor": lambda a, b: a != b,
+}
+
 assert set(ALU) == set(simt.ALU_ARITY) and set(SETP) == set(simt.SETP_CONDS)
+assert set(PRED) == set(simt.PRED_ARITY)
 
 
 @lru_cache(maxsize=64)
@@ -288,6 +336,12 @@ class _Compiler:
         gi, neg = self.slot(guard.pred), guard.is_negated
         return lambda w: [lane for lane in w.active if w.p[lane][gi] != neg]
 
+    def condition(self, src: simt.GuardAttr | int) -> Callable[[Warp, int], bool]:
+        if isinstance(src, int):
+            return lambda w, lane: bool(src)
+        s, neg = self.slot(src.pred), src.is_negated
+        return lambda w, lane: w.p[lane][s] != neg
+
     def reader(self, src) -> Callable[[Warp, int], int]:
         if isinstance(src, IntAttr):
             value = src.data & M32
@@ -304,24 +358,22 @@ class _Compiler:
     def terminator(self, op: Operation) -> Callable[[Warp], None]:
         if isinstance(op, simt.ExitOp):
             def exit_(w: Warp) -> None:
-                w.done = True
+                w.retire(w.active)
             return exit_
         if isinstance(op, simt.NextOp):
             target = self.index[op.dest]
 
             def next_(w: Warp) -> None:
-                w.block = target
+                for lane in w.active:
+                    w.pc[lane] = target
             return next_
         assert isinstance(op, simt.BranchOp)
         then_, else_ = self.index[op.then_dest], self.index[op.else_dest]
         gi, neg = self.slot(op.cond.pred), op.cond.is_negated
 
         def branch(w: Warp) -> None:
-            sides = {w.p[lane][gi] != neg for lane in w.active}
-            if len(sides) > 1:
-                raise QgcError(f"error: a divergent branch ({describe(op)}) is not yet "
-                               "supported by the machine (run simt-if-convert)", status=2)
-            w.block = then_ if sides == {True} else else_
+            for lane in w.active:
+                w.pc[lane] = then_ if w.p[lane][gi] != neg else else_
         return branch
 
     def op(self, op: Operation) -> Callable[[Warp], None]:
@@ -336,6 +388,15 @@ class _Compiler:
                 for lane in lanes(w):
                     w.r[lane][d] = fn(*[rd(w, lane) for rd in reads])
             return alu
+        if isinstance(op, simt.PredOp):
+            fn = PRED[op.opcode.data]
+            reads = [self.condition(s) for s in op.sources()]
+            d = self.slot(op.dst)
+
+            def pred(w: Warp) -> None:
+                for lane in lanes(w):
+                    w.p[lane][d] = fn(*[rd(w, lane) for rd in reads])
+            return pred
         if isinstance(op, simt.SetpOp):
             cmp = SETP[op.cond.data]
             ra, rb = (self.reader(s) for s in op.srcs.data)
@@ -441,9 +502,10 @@ def run_simt(module: Operation, launch: Launch,
     nregs, npreds = comp.sizes()
     warps = make_warps(launch, nregs, npreds)
     steps = 0
-    live = [w for w in warps if w.active]
+    live = [w for w in warps if not w.done]
     while live:
         for w in live:
+            w.select()
             body, term = blocks[w.block]
             for run in body:
                 run(w)
