@@ -411,3 +411,41 @@ def test_random_straight_line_programs_agree_with_the_oracle():
 
 def test_random_branching_programs_agree_with_the_oracle():
     _random_programs_agree("branch", 60)
+
+
+# ------------------------------------------------------- the shared suite
+
+#: integer kernels of ../shared/kernels the machine runs (both compilers); the
+#: others must be refused with the opcode and location until it runs them
+SHARED_ON_SIMT = ("collatz_steps_u", "compact_atomic_i", "divrem_i", "floyd_step_i")
+
+
+def _shared_integer_cases():
+    from test_ref_engine import shared_dir
+    for spec in sorted(shared_dir().glob("*.json")):
+        if json.loads(spec.read_text())["kind"] == "int":
+            for flavor, suffix in COMPILERS:
+                yield pytest.param(spec.stem, suffix, id=f"{spec.stem}-{flavor}")
+
+
+@pytest.mark.parametrize("stem, suffix", list(_shared_integer_cases()))
+def test_shared_integer_kernel_on_simt(stem, suffix, capsys):
+    from test_ref_engine import check_buffer, shared_dir
+    spec = shared_dir() / f"{stem}.json"
+    path = shared_dir() / f"{stem}{suffix}"
+    info = json.loads(spec.read_text())
+    if stem not in SHARED_ON_SIMT:
+        assert main([str(path), "--emit=simt"]) == 2
+        first = capsys.readouterr().err.splitlines()[0]
+        assert re.match(rf"^{re.escape(str(path))}:\d+:\d+: error: '[^']+' is not yet "
+                        r"supported by the machine( \(.+\))?$", first), first
+        return
+    launch = load_launch(info, spec.name)
+    result = run_simt(compile_simt(path), launch)
+    ref = run_ref(compile_simt(path, STAGE_PIPELINES["ptx"]), launch, warp_size=4)
+    assert result.buffers == ref.buffers
+    expected = info.get("expected_warp4", info["expected"])
+    for param, got in zip(info["params"], result.buffers, strict=True):
+        if param["kind"] == "ptr":
+            check_buffer(param["name"], param["elem"], got, expected[param["name"]],
+                         info.get("checks", {}).get(param["name"], {}))
