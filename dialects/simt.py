@@ -92,8 +92,10 @@ ALU_ARITY: dict[str, int] = {
 #: Comparisons of `simt.setp` (`.s` signed, `.u` unsigned).
 SETP_CONDS = ("eq", "ne", "lt.s", "le.s", "gt.s", "ge.s", "lt.u", "le.u", "gt.u", "ge.u")
 
-#: Atomic operations of `simt.atom`.
-ATOM_OPS = ("add",)
+#: Atomic operations of `simt.atom` (`.s`/`.u`: signed/unsigned compare;
+#: `cas` takes the compare value as its second source).
+ATOM_OPS = ("add", "min.s", "min.u", "max.s", "max.u", "and", "or", "xor", "exch", "inc",
+            "dec", "cas")
 
 #: Special registers the machine provides per lane.
 SPECIALS = tuple(f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz")
@@ -264,6 +266,26 @@ class Reg(CustomDirective):
         r = self.reg.get(op)
         assert isinstance(r, RegAttr)
         printer.print_string(r.spelled)
+        end_print(state)
+
+
+@irdl_custom_directive
+class OptSource(OptionalDirective):
+    """An optional second source (`simt.atom "cas"`'s swap value)."""
+
+    src: AttributeVariable
+
+    def anchor(self) -> AttributeVariable:
+        return self.src
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.src.set(state, _parse_src(parser))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        src = self.src.get(op)
+        assert src is not None
+        _print_src(printer, src)
         end_print(state)
 
 
@@ -677,7 +699,9 @@ class StOp(MemoryOp):
 
 @irdl_op_definition
 class AtomOp(MemoryOp):
-    """Atomic read-modify-write: `simt.atom "add" r9, global[r1 + 0], r8 buffer 2`.
+    """Atomic read-modify-write: `simt.atom "add" r9, global[r1 + 0], r8 buffer 2`
+    (`ATOM_OPS`; `simt.atom "cas" r9, global[r1 + 0], r8, r7`: compare with r8,
+    swap in r7).
 
     `dst` receives the old value. When several lanes hit the same word, they
     apply in lane order."""
@@ -686,29 +710,33 @@ class AtomOp(MemoryOp):
     op = prop_def(StringAttr)
     dst = prop_def(RegAttr)
     value = prop_def(RegAttr | IntAttr)
-    custom_directives = (Reg, Guard, Address, Source)
+    swap = opt_prop_def(RegAttr | IntAttr)
+    custom_directives = (Reg, Guard, Address, Source, OptSource)
     assembly_format = ("$op custom<Reg>($dst) `,` custom<Address>($space, $base, $offset) `,` "
-                       "custom<Source>($value) "
+                       "custom<Source>($value) (`,` custom<OptSource>($swap)^)? "
                        "(`buffer` $buffer^)? " + GUARD_FORMAT)
 
     def __init__(self, op: str, dst: RegAttr, space: str, base: RegAttr, offset: int,
-                 value: RegAttr | int, buffer: int, guard: GuardAttr | None = None):
+                 value: RegAttr | int, buffer: int, guard: GuardAttr | None = None,
+                 swap: RegAttr | int | None = None):
         super().__init__(properties={
             "op": StringAttr(op), "dst": dst, "space": StringAttr(space), "base": base,
             "offset": _i64(offset), "value": _src(value), "buffer": _i64(buffer),
-            "guard": guard})
+            "guard": guard, "swap": None if swap is None else _src(swap)})
 
     def defs(self) -> list[RegAttr]:
         return [self.dst]
 
     def uses(self) -> list[RegAttr]:
-        v = [self.value] if isinstance(self.value, RegAttr) else []
+        v = [s for s in (self.value, self.swap) if isinstance(s, RegAttr)]
         return self._address_uses() + v + super().uses()
 
     def verify_(self) -> None:
         self._verify_address()
         if self.op.data not in ATOM_OPS:
             raise VerifyException(f"unknown atomic operation '{self.op.data}'")
+        if (self.swap is not None) != (self.op.data == "cas"):
+            raise VerifyException("simt.atom takes a swap value exactly when it is a cas")
         if self.space.data == "param":
             raise VerifyException("the parameter area is read-only")
         _want(self, self.dst, False, "destination")

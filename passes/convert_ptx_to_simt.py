@@ -243,6 +243,9 @@ class _Selector:
             if mods not in (("to", "global"), ("global",)) or t not in WIDE:
                 raise unsupported(inst, inst.opcode.data)
             return self.view(inst, guard, self.wide_src(inst, args[1]))
+        if base == "cvt" and len(opc.types) == 2 and opc.types[0] in INT32 and \
+                opc.types[1] in WIDE and not mods:
+            return self.narrow(inst, guard)
         if t in WIDE or (base == "mul" and "wide" in mods) or \
                 (base == "cvt" and opc.types and opc.types[0] in WIDE):
             return self.wide_op(inst, guard)
@@ -347,8 +350,9 @@ class _Selector:
         space = "param" if "param" in mods else "global" if "global" in mods else None
         rest = [m for m in mods if m not in ("param", "global")]
         if base == "atom":
-            if space != "global" or len(rest) < 1 or rest[0] != "add" or t not in ("u32", "s32") \
-                    or len(args) != 3 or not _harmless(rest[1:]):
+            if space != "global" or len(rest) < 1 or _atom_op(rest[0], t) is None \
+                    or len(args) != (4 if rest[0] == "cas" else 3) \
+                    or not _harmless(rest[1:]):
                 raise unsupported(inst, inst.opcode.data)
         elif space is None or not _harmless(rest) or len(opc.types) != 1:
             raise unsupported(inst, inst.opcode.data)
@@ -378,8 +382,11 @@ class _Selector:
             value = self.src32(inst, args[1], pre)
             return pre + [simt.StOp("global", ptr.vreg, words, value, ptr.prov, guard)]
         value = self.src32(inst, args[2], pre)
-        return pre + [simt.AtomOp("add", self.dst32(inst, args[0]), "global", ptr.vreg, words,
-                                  value, ptr.prov, guard)]
+        swap = self.src32(inst, args[3], pre) if len(args) == 4 else None
+        op = _atom_op(rest[0], t)
+        assert op is not None
+        return pre + [simt.AtomOp(op, self.dst32(inst, args[0]), "global", ptr.vreg, words,
+                                  value, ptr.prov, guard, swap)]
 
     def ld_param(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         dst, addr = inst.operands_decoded
@@ -472,6 +479,17 @@ class _Selector:
         syms = [a.name for a in args if isinstance(a, ptx.Sym)]
         raise unsupported(inst, inst.opcode.data, f"the address of '{syms[0]}'" if syms else "")
 
+    def narrow(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """`cvt.u32.u64 d, x` of an integer view ext(v)·scale: the low word v·scale."""
+        dst, src = inst.operands_decoded
+        wide = self.wide_src(inst, src)
+        if wide.kind != "int":
+            raise unsupported(inst, inst.opcode.data, "a pointer converted to 32 bits")
+        d = self.dst32(inst, dst)
+        if wide.scale == 1:
+            return [simt.AluOp("mov", d, [wide.vreg], guard)]
+        return [simt.AluOp("mul.lo", d, [wide.vreg, wide.scale], guard)]
+
     def wide_add(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         base = inst.op.base
         dst, a_op, b_op = inst.operands_decoded
@@ -514,6 +532,20 @@ class _Selector:
 def _not_words(scale: int) -> str:
     unit = "1 byte" if scale == 1 else f"{scale} bytes"
     return f"a byte offset that is not a multiple of 4: an index times {unit}"
+
+
+def _atom_op(name: str, t: str | None) -> str | None:
+    """The machine's atomic for PTX `atom.NAME.T` on 32-bit words, or None."""
+    if t not in INT32:
+        return None
+    if name in ("min", "max") and t != "b32":
+        return f"{name}.{'s' if t == 's32' else 'u'}"
+    if name == "add" and t != "b32":
+        return "add"
+    if name in ("and", "or", "xor", "exch", "cas") and t == "b32" or \
+            name in ("exch", "cas") and t != "b32" or name in ("inc", "dec") and t == "u32":
+        return name
+    return None
 
 
 def _harmless(mods: Sequence[str]) -> bool:

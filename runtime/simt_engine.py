@@ -276,13 +276,29 @@ SETP: dict[str, Callable[[int, int], bool]] = {
     "gt.u": lambda a, b: a > b, "ge.u": lambda a, b: a >= b,
 }
 
+#: old, value, swap → the new word (PTX semantics of `atom`).
+ATOM: dict[str, Callable[[int, int, int], int]] = {
+    "add": lambda o, v, _: o + v,
+    "min.s": lambda o, v, _: o if _s(o) <= _s(v) else v,
+    "min.u": lambda o, v, _: min(o, v),
+    "max.s": lambda o, v, _: o if _s(o) >= _s(v) else v,
+    "max.u": lambda o, v, _: max(o, v),
+    "and": lambda o, v, _: o & v,
+    "or": lambda o, v, _: o | v,
+    "xor": lambda o, v, _: o ^ v,
+    "exch": lambda o, v, _: v,
+    "inc": lambda o, v, _: 0 if o >= v else o + 1,
+    "dec": lambda o, v, _: v if o == 0 or o > v else o - 1,
+    "cas": lambda o, v, s: s if o == v else o,
+}
+
 PRED: dict[str, Callable[..., bool]] = {
     "mov": lambda a: a, "not": lambda a: not a,
     "and": lambda a, b: a and b, "or": lambda a, b: a or b, "xor": lambda a, b: a != b,
 }
 
 assert set(ALU) == set(simt.ALU_ARITY) and set(SETP) == set(simt.SETP_CONDS)
-assert set(PRED) == set(simt.PRED_ARITY)
+assert set(PRED) == set(simt.PRED_ARITY) and set(ATOM) == set(simt.ATOM_OPS)
 
 
 @lru_cache(maxsize=64)
@@ -455,17 +471,18 @@ class _Compiler:
                 for lane in lanes(w):
                     mem[address(w, lane)] = value(w, lane) & M32
             return st
-        assert isinstance(op, simt.AtomOp) and op.op.data == "add"
+        assert isinstance(op, simt.AtomOp)
         d = self.slot(op.dst)
+        apply = ATOM[op.op.data]
+        swap = self.reader(op.swap) if op.swap is not None else (lambda w, lane: 0)
 
-        def atom_add(w: Warp) -> None:
+        def atom(w: Warp) -> None:
             for lane in lanes(w):  # lane order: exact for lanes that hit the same word
                 a = address(w, lane)
-                v = value(w, lane)
                 old = mem[a]
-                mem[a] = (old + v) & M32
+                mem[a] = apply(old, value(w, lane) & M32, swap(w, lane) & M32) & M32
                 w.r[lane][d] = old
-        return atom_add
+        return atom
 
 
 # ------------------------------------------------------------------------- run

@@ -417,7 +417,8 @@ def test_random_branching_programs_agree_with_the_oracle():
 
 #: integer kernels of ../shared/kernels the machine runs (both compilers); the
 #: others must be refused with the opcode and location until it runs them
-SHARED_ON_SIMT = ("collatz_steps_u", "compact_atomic_i", "divrem_i", "floyd_step_i")
+SHARED_ON_SIMT = ("collatz_steps_u", "compact_atomic_i", "divrem_i", "floyd_step_i",
+                  "hash_insert_cas_i")
 
 
 def _shared_integer_cases():

@@ -12,6 +12,8 @@ builtin.module {
     simt.alu "selp" r2, r1, -1, p0
     simt.ld r5, global[r4 - 2] buffer 1 guard !p0
     simt.atom "add" r6, global[r7 + 0], 3 buffer 2 guard p0
+    simt.pred "and" p1, !p0, 1 guard p0
+    simt.atom "cas" r6, global[r7 + 0], r5, -1 buffer 2
     simt.next ^bb1
   ^bb1:
     simt.st global[r4 + 1], r5 buffer 0
@@ -24,6 +26,8 @@ builtin.module {
 // CHECK:        simt.alu "selp" r2, r1, -1, p0
 // CHECK-NEXT:   simt.ld r5, global[r4 - 2] buffer 1 guard !p0
 // CHECK-NEXT:   simt.atom "add" r6, global[r7 + 0], 3 buffer 2 guard p0
+// CHECK-NEXT:   simt.pred "and" p1, !p0, 1 guard p0
+// CHECK-NEXT:   simt.atom "cas" r6, global[r7 + 0], r5, -1 buffer 2
 // CHECK-NEXT:   simt.next ^bb1
 // CHECK-NEXT: ^bb1:
 // CHECK-NEXT:   simt.st global[r4 + 1], r5 buffer 0

@@ -1,0 +1,40 @@
+// Instruction selection of the integer menu: predicate logic as simt.pred, an
+// atomic compare-and-swap, div/rem and mul.hi, and a 64-bit index narrowed
+// back to 32 bits (`cvt.u32.u64` of ext(v)·4 is v·4).
+// RUN: qgc-opt %s -p convert-ptx-to-simt | filecheck %s
+
+builtin.module {
+  ptx.module "8.5" "sm_75" 64 {
+    ptx.entry "visible" @k {
+      ptx.param "k_param_0" "u64"
+      ptx.reg "%r" "b32"<7>
+      ptx.reg "%rd" "b64"<4>
+      ptx.reg "%p" "pred"<5>
+      ptx.inst "ld.param.u64" ["%rd1", "[k_param_0]"]
+      ptx.inst "cvta.to.global.u64" ["%rd2", "%rd1"]
+      ptx.inst "mov.u32" ["%r1", "%tid.x"]
+      ptx.inst "setp.eq.s32" ["%p1", "%r1", "0"]
+      ptx.inst "setp.gt.u32" ["%p2", "%r1", "2"]
+      ptx.inst "or.pred" ["%p3", "%p1", "%p2"]
+      ptx.inst "not.pred" ["%p4", "%p3"]
+      ptx.inst "div.s32" ["%r2", "%r1", "3"]
+      ptx.inst "rem.u32" ["%r3", "%r1", "3"]
+      ptx.inst "mul.hi.u32" ["%r4", "%r1", "%r2"]
+      ptx.inst "mul.wide.u32" ["%rd3", "%r1", "4"]
+      ptx.inst "cvt.u32.u64" ["%r5", "%rd3"]
+      ptx.inst "atom.global.cas.b32" ["%r6", "[%rd2]", "%r5", "%r4"]
+      ptx.inst "ret" []
+    }
+  }
+}
+
+// CHECK:      simt.setp "eq" vp0, v1, 0
+// CHECK-NEXT: simt.setp "gt.u" vp1, v1, 2
+// CHECK-NEXT: simt.pred "or" vp2, vp0, vp1
+// CHECK-NEXT: simt.pred "not" vp3, vp2
+// CHECK-NEXT: simt.alu "div.s" v2, v1, 3
+// CHECK-NEXT: simt.alu "rem.u" v3, v1, 3
+// CHECK-NEXT: simt.alu "mul.hi.u" v4, v1, v2
+// CHECK-NEXT: simt.alu "mul.lo" v5, v1, 4
+// CHECK-NEXT: simt.atom "cas" v6, global[v0 + 0], v5, v4 buffer 0
+// CHECK-NEXT: simt.exit
