@@ -83,6 +83,7 @@ DEFAULT_MAX_OPS = 16
 #: registers or immediates; `selp`'s third source is a predicate.
 ALU_ARITY: dict[str, int] = {
     "mov": 1, "not": 1, "neg": 1, "abs": 1, "popc": 1, "clz": 1, "brev": 1,
+    "bfind.u": 1, "bfind.s": 1, "bfind.shiftamt.u": 1, "bfind.shiftamt.s": 1,
     "add": 2, "sub": 2, "mul.lo": 2, "mul.hi.s": 2, "mul.hi.u": 2, "and": 2, "or": 2,
     "xor": 2, "shl": 2, "shr.u": 2, "shr.s": 2, "min.s": 2, "min.u": 2, "max.s": 2,
     "max.u": 2, "div.s": 2, "div.u": 2, "rem.s": 2, "rem.u": 2,
@@ -267,6 +268,28 @@ class Reg(CustomDirective):
         assert isinstance(r, RegAttr)
         printer.print_string(r.spelled)
         end_print(state)
+
+
+@irdl_custom_directive
+class TrailingSources(CustomDirective):
+    """`, r1, 4, !p2` after a destination, or nothing (`simt.warp "activemask" r1`)."""
+
+    srcs: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        items = []
+        while parser.parse_optional_punctuation(",") is not None:
+            items.append(_parse_src(parser))
+        self.srcs.set(state, ArrayAttr(items))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        srcs = self.srcs.get(op)
+        assert isinstance(srcs, ArrayAttr)
+        for src in srcs.data:
+            printer.print_string(", ")
+            _print_src(printer, src)
+        if srcs.data:
+            end_print(state)
 
 
 @irdl_custom_directive
@@ -584,6 +607,76 @@ class PredOp(MachineOp):
                 _want(self, s.pred, True, "source")
             elif s not in (0, 1):
                 raise VerifyException(f"a predicate constant is 0 or 1, not {s}")
+
+
+#: Cross-lane ops of `simt.warp`: (number of sources, result is a predicate,
+#: sources are predicates).
+WARP_OPS: dict[str, tuple[int, bool, bool]] = {
+    "shfl.up": (3, False, False), "shfl.down": (3, False, False),
+    "shfl.bfly": (3, False, False), "shfl.idx": (3, False, False),
+    "shfl.up.p": (2, True, False), "shfl.down.p": (2, True, False),
+    "shfl.bfly.p": (2, True, False), "shfl.idx.p": (2, True, False),
+    "ballot": (1, False, True), "activemask": (0, False, False),
+    "any": (1, True, True), "all": (1, True, True), "uni": (1, True, True),
+}
+
+
+@irdl_op_definition
+class WarpOp(MachineOp):
+    """A cross-lane op over the lanes that execute it (active, guard true):
+    `simt.warp "shfl.down" r1, r2, 1, 3` (value, lane delta or index, the
+    PTX clamp/segment word; lane fields masked to the 4 lanes),
+    `simt.warp "shfl.down.p" p1, 1, 3` (whether the source lane is in range),
+    `simt.warp "ballot" r1, !p0`, `simt.warp "activemask" r1`,
+    `simt.warp "any" p1, p0` (also all, uni)."""
+
+    name = "simt.warp"
+    opcode = prop_def(StringAttr)
+    dst = prop_def(RegAttr)
+    srcs = prop_def(ArrayAttr[RegAttr | GuardAttr | IntAttr])
+    custom_directives = (Reg, Guard, TrailingSources)
+    assembly_format = "$opcode custom<Reg>($dst) custom<TrailingSources>($srcs) " + GUARD_FORMAT
+
+    def __init__(self, opcode: str, dst: RegAttr, srcs: Sequence[RegAttr | GuardAttr | int],
+                 guard: GuardAttr | None = None):
+        items = [s.pred if isinstance(s, GuardAttr) and not s.is_negated else _src(s)
+                 if not isinstance(s, GuardAttr) else s for s in srcs]
+        super().__init__(properties={"opcode": StringAttr(opcode), "dst": dst,
+                                     "srcs": ArrayAttr(items), "guard": guard})
+
+    def conditions(self) -> list[GuardAttr]:
+        """The predicate sources (of a vote or ballot) as conditions."""
+        if not WARP_OPS[self.opcode.data][2]:
+            return []
+        return [GuardAttr(s) if isinstance(s, RegAttr) else s for s in self.srcs.data
+                if isinstance(s, RegAttr | GuardAttr)]
+
+    def defs(self) -> list[RegAttr]:
+        return [self.dst]
+
+    def uses(self) -> list[RegAttr]:
+        regs = [s.pred if isinstance(s, GuardAttr) else s for s in self.srcs.data
+                if isinstance(s, RegAttr | GuardAttr)]
+        return regs + super().uses()
+
+    def verify_(self) -> None:
+        opc = self.opcode.data
+        if opc not in WARP_OPS:
+            raise VerifyException(f"unknown warp op '{opc}' (expected one of "
+                                  f"{', '.join(WARP_OPS)})")
+        n, pred_dst, pred_srcs = WARP_OPS[opc]
+        if len(self.srcs.data) != n:
+            raise VerifyException(f"'{opc}' takes {n} sources, got {len(self.srcs.data)}")
+        _want(self, self.dst, pred_dst, "destination")
+        for s in self.srcs.data:
+            if isinstance(s, GuardAttr):
+                _want(self, s.pred, True, "source")
+                if not pred_srcs:
+                    raise VerifyException(f"'{opc}' takes no predicate source")
+            elif isinstance(s, RegAttr):
+                _want(self, s, pred_srcs, "source")
+            elif pred_srcs:
+                raise VerifyException(f"'{opc}' takes a predicate source")
 
 
 @irdl_op_definition
@@ -1010,7 +1103,7 @@ def kernels_of(root: Operation) -> list[KernelOp]:
 
 SIMT = Dialect(
     "simt",
-    [KernelOp, AluOp, SetpOp, PredOp, SpecialOp, LdOp, StOp, AtomOp, NextOp, ExitOp,
+    [KernelOp, AluOp, SetpOp, PredOp, WarpOp, SpecialOp, LdOp, StOp, AtomOp, NextOp, ExitOp,
      BranchOp],
     [RegAttr, GuardAttr],
 )

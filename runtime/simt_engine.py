@@ -237,6 +237,19 @@ def _rem_s(a: int, b: int) -> int:
     return (-r if _s(a) < 0 else r) & M32
 
 
+def _bfind(signed: bool, shiftamt: bool) -> Callable[[int], int]:
+    """The most significant non-sign bit (0xFFFFFFFF if none; `shiftamt`:
+    counted from the top)."""
+    def find(a: int) -> int:
+        if signed and a >> 31:
+            a = ~a & M32
+        if a == 0:
+            return M32
+        pos = a.bit_length() - 1
+        return 31 - pos if shiftamt else pos
+    return find
+
+
 ALU: dict[str, Callable[..., int]] = {
     "mov": lambda a: a,
     "not": lambda a: ~a & M32,
@@ -254,6 +267,8 @@ ALU: dict[str, Callable[..., int]] = {
     "popc": lambda a: bin(a).count("1"),
     "clz": lambda a: 32 - a.bit_length(),
     "brev": lambda a: int(f"{a:032b}"[::-1], 2),
+    "bfind.u": _bfind(False, False), "bfind.s": _bfind(True, False),
+    "bfind.shiftamt.u": _bfind(False, True), "bfind.shiftamt.s": _bfind(True, True),
     "mad.lo": lambda a, b, c: (a * b + c) & M32,
     "and": lambda a, b: a & b,
     "or": lambda a, b: a | b,
@@ -275,6 +290,28 @@ SETP: dict[str, Callable[[int, int], bool]] = {
     "lt.u": lambda a, b: a < b, "le.u": lambda a, b: a <= b,
     "gt.u": lambda a, b: a > b, "ge.u": lambda a, b: a >= b,
 }
+
+def _shfl_source(mode: str) -> Callable[[int, int, int], tuple[int, bool]]:
+    """(lane, b, c) → (the lane to read, in range), per the PTX ISA's shfl
+    pseudo-code with every lane field masked to the 4 lanes (out of range: the
+    lane itself)."""
+    m = simt.LANES - 1
+
+    def source(lane: int, b: int, c: int) -> int:
+        bval, cval, seg = b & m, c & m, (c >> 8) & m
+        max_lane = (lane & seg) | (cval & ~seg)
+        if mode == "up":
+            j, ok = lane - bval, lane - bval >= max_lane
+        elif mode == "down":
+            j, ok = lane + bval, lane + bval <= max_lane
+        elif mode == "bfly":
+            j, ok = lane ^ bval, (lane ^ bval) <= max_lane
+        else:
+            j = (lane & seg) | (bval & ~seg)
+            ok = j <= max_lane
+        return (j, True) if ok else (lane, False)
+    return source
+
 
 #: old, value, swap → the new word (PTX semantics of `atom`).
 ATOM: dict[str, Callable[[int, int, int], int]] = {
@@ -352,6 +389,48 @@ class _Compiler:
         gi, neg = self.slot(guard.pred), guard.is_negated
         return lambda w: [lane for lane in w.active if w.p[lane][gi] != neg]
 
+    def warp_op(self, op: simt.WarpOp, lanes) -> Callable[[Warp], None]:
+        """Cross-lane: every executing lane reads first, then all write."""
+        opc, d = op.opcode.data, self.slot(op.dst)
+        conds = [self.condition(c) for c in op.conditions()]
+        if opc.startswith("shfl.") and opc.endswith(".p"):
+            delta, clamp = (self.reader(s) for s in op.srcs.data)
+            source = _shfl_source(opc.split(".")[1])
+
+            def in_range(w: Warp) -> None:
+                for lane in lanes(w):
+                    w.p[lane][d] = source(lane, delta(w, lane), clamp(w, lane))[1]
+            return in_range
+        if opc.startswith("shfl."):
+            value, delta, clamp = (self.reader(s) for s in op.srcs.data)
+            source = _shfl_source(opc.split(".")[1])
+
+            def shfl(w: Warp) -> None:
+                got = {}
+                for lane in lanes(w):
+                    j = source(lane, delta(w, lane), clamp(w, lane))[0]
+                    got[lane] = value(w, j if w.tids[j] is not None else lane)
+                for lane, v in got.items():
+                    w.r[lane][d] = v
+            return shfl
+
+        def collective(w: Warp) -> None:
+            group = lanes(w)
+            votes = [conds[0](w, lane) for lane in group] if conds else []
+            if opc == "activemask":
+                result = sum(1 << lane for lane in group)
+            elif opc == "ballot":
+                result = sum(1 << lane for lane, v in zip(group, votes, strict=False) if v)
+            else:
+                result = {"any": any(votes), "all": all(votes),
+                          "uni": all(votes) or not any(votes)}[opc]
+            for lane in group:
+                if isinstance(result, bool):
+                    w.p[lane][d] = result
+                else:
+                    w.r[lane][d] = result
+        return collective
+
     def condition(self, src: simt.GuardAttr | int) -> Callable[[Warp, int], bool]:
         if isinstance(src, int):
             return lambda w, lane: bool(src)
@@ -404,6 +483,8 @@ class _Compiler:
                 for lane in lanes(w):
                     w.r[lane][d] = fn(*[rd(w, lane) for rd in reads])
             return alu
+        if isinstance(op, simt.WarpOp):
+            return self.warp_op(op, lanes)
         if isinstance(op, simt.PredOp):
             fn = PRED[op.opcode.data]
             reads = [self.condition(s) for s in op.sources()]

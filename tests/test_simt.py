@@ -39,7 +39,11 @@ COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))
 #: other examples the machine already runs (32-bit words; branches, loops and
 #: divergence; div/rem, abs, mul.hi, predicate logic)
 ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_signed",
-                 "histogram_atomic", "minmax_abs")
+                 "histogram_atomic", "minmax_abs", "vote_ballot", "warp_reduce_shfl")
+#: (example, compiler) whose answer at 4 lanes is its PTX's own: clang's warp
+#: reduction shuffles by 16, 8, ... (masked to 4 lanes), nvcc's by 2, 1; both
+#: are checked against `ref`, expected.json holds nvcc's
+WARP4_OWN_ANSWER = {("warp_reduce_shfl", "clang"), ("vote_ballot", "clang")}
 PIPELINE = STAGE_PIPELINES["simt"]
 
 
@@ -80,7 +84,8 @@ def test_kernel_matches_ref_and_expected(name, compiler, suffix):
     driver.apply(ctx, module, PIPELINE)
     result = run_simt(module, launch)
     assert _bits(result.buffers, launch) == _bits(ref.buffers, launch)
-    assert _bits(result.buffers, launch) == _bits(expected, launch)
+    if (name, compiler) not in WARP4_OWN_ANSWER:
+        assert _bits(result.buffers, launch) == _bits(expected, launch)
 
 
 @pytest.mark.parametrize("compiler, suffix", COMPILERS, ids=[c for c, _ in COMPILERS])
@@ -417,8 +422,9 @@ def test_random_branching_programs_agree_with_the_oracle():
 
 #: integer kernels of ../shared/kernels the machine runs (both compilers); the
 #: others must be refused with the opcode and location until it runs them
-SHARED_ON_SIMT = ("collatz_steps_u", "compact_atomic_i", "divrem_i", "floyd_step_i",
-                  "hash_insert_cas_i")
+SHARED_ON_SIMT = {"collatz_steps_u", "compact_atomic_i", "divrem_i", "floyd_step_i",
+                  "hash_insert_cas_i", "bit_intrinsics_u", "scan_shfl_up_i",
+                  "vote_ops_i.clang"}
 
 
 def _shared_integer_cases():
@@ -435,7 +441,8 @@ def test_shared_integer_kernel_on_simt(stem, suffix, capsys):
     spec = shared_dir() / f"{stem}.json"
     path = shared_dir() / f"{stem}{suffix}"
     info = json.loads(spec.read_text())
-    if stem not in SHARED_ON_SIMT:
+    if stem not in SHARED_ON_SIMT and f"{stem}{suffix}".removesuffix(".ptx") \
+            not in SHARED_ON_SIMT:
         assert main([str(path), "--emit=simt"]) == 2
         first = capsys.readouterr().err.splitlines()[0]
         assert re.match(rf"^{re.escape(str(path))}:\d+:\d+: error: '[^']+' is not yet "
@@ -445,6 +452,9 @@ def test_shared_integer_kernel_on_simt(stem, suffix, capsys):
     result = run_simt(compile_simt(path), launch)
     ref = run_ref(compile_simt(path, STAGE_PIPELINES["ptx"]), launch, warp_size=4)
     assert result.buffers == ref.buffers
+    warp_sensitive = info.get("warp4_undefined") or "expected_warp4" in info
+    if suffix == ".clang.ptx" and warp_sensitive:
+        return      # the suite's 4-lane answer is nvcc's PTX (as in test_ref_engine)
     expected = info.get("expected_warp4", info["expected"])
     for param, got in zip(info["params"], result.buffers, strict=True):
         if param["kind"] == "ptr":

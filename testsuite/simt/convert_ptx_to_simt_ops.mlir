@@ -1,6 +1,7 @@
 // Instruction selection of the integer menu: predicate logic as simt.pred, an
-// atomic compare-and-swap, div/rem and mul.hi, and a 64-bit index narrowed
-// back to 32 bits (`cvt.u32.u64` of ext(v)·4 is v·4).
+// atomic compare-and-swap, div/rem and mul.hi, a 64-bit index narrowed back to
+// 32 bits (`cvt.u32.u64` of ext(v)·4 is v·4), and the warp ops (a shuffle with
+// its in-range predicate first, a vote, a ballot).
 // RUN: qgc-opt %s -p convert-ptx-to-simt | filecheck %s
 
 builtin.module {
@@ -23,6 +24,9 @@ builtin.module {
       ptx.inst "mul.wide.u32" ["%rd3", "%r1", "4"]
       ptx.inst "cvt.u32.u64" ["%r5", "%rd3"]
       ptx.inst "atom.global.cas.b32" ["%r6", "[%rd2]", "%r5", "%r4"]
+      ptx.inst "shfl.sync.up.b32" ["%r6|%p1", "%r5", "1", "0", "-1"]
+      ptx.inst "vote.sync.any.pred" ["%p2", "%p4", "-1"]
+      ptx.inst "vote.sync.ballot.b32" ["%r2", "%p3", "-1"]
       ptx.inst "ret" []
     }
   }
@@ -37,4 +41,8 @@ builtin.module {
 // CHECK-NEXT: simt.alu "mul.hi.u" v4, v1, v2
 // CHECK-NEXT: simt.alu "mul.lo" v5, v1, 4
 // CHECK-NEXT: simt.atom "cas" v6, global[v0 + 0], v5, v4 buffer 0
+// CHECK-NEXT: simt.warp "shfl.up.p" vp0, 1, 0
+// CHECK-NEXT: simt.warp "shfl.up" v6, v5, 1, 0
+// CHECK-NEXT: simt.warp "any" vp1, vp3
+// CHECK-NEXT: simt.warp "ballot" v2, vp2
 // CHECK-NEXT: simt.exit
