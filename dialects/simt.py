@@ -102,7 +102,7 @@ ATOM_OPS = ("add", "min.s", "min.u", "max.s", "max.u", "and", "or", "xor", "exch
 SPECIALS = tuple(f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz")
 
 #: Memory spaces: the parameter area (constant addresses) and the buffers.
-SPACES = ("param", "global")
+SPACES = ("param", "global", "shared")
 
 _REG_RE = re.compile(r"^(vp|v|r|p)(\d+)$")
 
@@ -703,7 +703,11 @@ class SpecialOp(MachineOp):
 
 
 class MemoryOp(MachineOp):
-    """Shared parts of ld/st/atom: a space, a word address, a provenance."""
+    """Shared parts of ld/st/atom: a space and an address. `global[r1 + 2]
+    buffer 1` is a word address with the buffer it derives from; `param[3]` a
+    word of the parameter area; `shared[r1 + 8]` a *byte* address in the
+    CTA's shared window (PTX computes shared addresses in bytes; the machine
+    checks alignment and bounds and maps it onto the CTA's words)."""
 
     space = prop_def(StringAttr)
     base = opt_prop_def(RegAttr)
@@ -725,6 +729,12 @@ class MemoryOp(MachineOp):
             if self.base is not None or self.buffer is not None:
                 raise VerifyException("a param-area access has a constant address and no "
                                       "buffer")
+        elif space == "shared":
+            if self.buffer is not None:
+                raise VerifyException("a shared access names no buffer: its address is a "
+                                      "byte address in the CTA's shared window")
+            if self.base is not None:
+                _want(self, self.base, False, "address base")
         else:
             if self.base is None or self.buffer is None:
                 raise VerifyException("a global access needs a base register and the buffer "
@@ -772,11 +782,12 @@ class StOp(MemoryOp):
     assembly_format = ("custom<Address>($space, $base, $offset) `,` custom<Source>($value) "
                        "(`buffer` $buffer^)? " + GUARD_FORMAT)
 
-    def __init__(self, space: str, base: RegAttr, offset: int, value: RegAttr | int,
-                 buffer: int, guard: GuardAttr | None = None):
+    def __init__(self, space: str, base: RegAttr | None, offset: int, value: RegAttr | int,
+                 buffer: int | None, guard: GuardAttr | None = None):
         super().__init__(properties={
             "space": StringAttr(space), "base": base, "offset": _i64(offset),
-            "value": _src(value), "buffer": _i64(buffer), "guard": guard})
+            "value": _src(value), "buffer": None if buffer is None else _i64(buffer),
+            "guard": guard})
 
     def uses(self) -> list[RegAttr]:
         v = [self.value] if isinstance(self.value, RegAttr) else []
@@ -809,12 +820,13 @@ class AtomOp(MemoryOp):
                        "custom<Source>($value) (`,` custom<OptSource>($swap)^)? "
                        "(`buffer` $buffer^)? " + GUARD_FORMAT)
 
-    def __init__(self, op: str, dst: RegAttr, space: str, base: RegAttr, offset: int,
-                 value: RegAttr | int, buffer: int, guard: GuardAttr | None = None,
+    def __init__(self, op: str, dst: RegAttr, space: str, base: RegAttr | None, offset: int,
+                 value: RegAttr | int, buffer: int | None, guard: GuardAttr | None = None,
                  swap: RegAttr | int | None = None):
         super().__init__(properties={
             "op": StringAttr(op), "dst": dst, "space": StringAttr(space), "base": base,
-            "offset": _i64(offset), "value": _src(value), "buffer": _i64(buffer),
+            "offset": _i64(offset), "value": _src(value),
+            "buffer": None if buffer is None else _i64(buffer),
             "guard": guard, "swap": None if swap is None else _src(swap)})
 
     def defs(self) -> list[RegAttr]:
@@ -889,7 +901,21 @@ class BranchOp(IRDLOperation):
         return [self.cond.pred]
 
 
-TERMINATORS = (NextOp, ExitOp, BranchOp)
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """`bar.sync`: `simt.barrier ^bb3` — the lanes wait until every live thread
+    of the CTA has arrived, then continue at `^bb3` (the host releases it)."""
+
+    name = "simt.barrier"
+    dest = successor_def()
+    traits = traits_def(IsTerminator())
+    assembly_format = "$dest attr-dict"
+
+    def __init__(self, dest: Block):
+        super().__init__(successors=[dest])
+
+
+TERMINATORS = (NextOp, ExitOp, BranchOp, BarrierOp)
 
 
 # ---------------------------------------------------------------------- kernel
@@ -921,12 +947,14 @@ class KernelOp(IRDLOperation):
     max_ops = opt_prop_def(IntegerAttr[I64])
     regs = opt_prop_def(IntegerAttr[I64])
     preds = opt_prop_def(IntegerAttr[I64])
+    shared_words = opt_prop_def(IntegerAttr[I64])
     body = region_def()
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
     custom_directives = (Signature,)
     assembly_format = (
         "$sym_name custom<Signature>($param_names, $param_types) `lanes` $lanes "
-        "`mem_words` $mem_words (`max_blocks` $max_blocks^)? (`max_ops` $max_ops^)? "
+        "`mem_words` $mem_words (`shared_words` $shared_words^)? "
+        "(`max_blocks` $max_blocks^)? (`max_ops` $max_ops^)? "
         "(`regs` $regs^)? (`preds` $preds^)? attr-dict-with-keyword $body")
 
     LIMIT_PROPS: ClassVar[tuple[str, ...]] = ("max_blocks", "max_ops", "regs", "preds")
@@ -968,6 +996,11 @@ class KernelOp(IRDLOperation):
 
     def set_limit(self, name: str, value: int) -> None:
         self.properties[name] = _i64(value)
+
+    @property
+    def shared_size(self) -> int:
+        """Words of `.shared` memory each CTA has."""
+        return 0 if self.shared_words is None else self.shared_words.value.data
 
     def machine_blocks(self) -> list[Block]:
         return list(self.body.blocks)
@@ -1104,6 +1137,6 @@ def kernels_of(root: Operation) -> list[KernelOp]:
 SIMT = Dialect(
     "simt",
     [KernelOp, AluOp, SetpOp, PredOp, WarpOp, SpecialOp, LdOp, StOp, AtomOp, NextOp, ExitOp,
-     BranchOp],
+     BranchOp, BarrierOp],
     [RegAttr, GuardAttr],
 )

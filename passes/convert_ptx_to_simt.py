@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
@@ -103,6 +104,8 @@ class _Selector:
         self.own: dict[str, RegAttr] = {}
         self.def_count: Counter[str] = Counter()
         self.may_alias = True
+        self.shared: dict[str, int] = {}    # .shared variable -> byte offset in the window
+        self.shared_bytes = 0
 
     # ----------------------------------------------------------- registers
     def fresh(self, kind: str = "v") -> RegAttr:
@@ -129,6 +132,11 @@ class _Selector:
     def run(self) -> simt.KernelOp:
         entry = self.entry
         items: list[ptx.LabelOp | ptx.InstOp] = []
+        module = entry.parent_op()
+        outer = list(module.body.ops) if isinstance(module, ptx.ModuleOp) else []
+        for op in outer + list(entry.body.ops):
+            if isinstance(op, ptx.VarOp) and op.space.data == "shared":
+                self._shared_var(op)
         for op in entry.body.ops:
             if isinstance(op, ptx.RegOp):
                 for name in op.names():
@@ -157,7 +165,7 @@ class _Selector:
         for i, (pb, block) in enumerate(zip(pblocks, blocks, strict=True)):
             body = pb.insts
             last = body[-1] if body else None
-            ends = last is not None and last.op.base in ("bra", "ret", "exit")
+            ends = last is not None and last.op.base in ("bra", "ret", "exit", "bar", "barrier")
             for inst in body[:-1] if ends else body:
                 block.add_ops(self.select(inst))
             if ends:
@@ -176,8 +184,20 @@ class _Selector:
         if not blocks:
             blocks = [Block([simt.ExitOp()])]
         kernel = simt.KernelOp(entry.kernel_name, self.params, blocks, self.mem_words)
+        if self.shared_bytes:
+            kernel.properties["shared_words"] = IntegerAttr((self.shared_bytes + 3) // 4, 64)
         kernel.location = entry.location
         return kernel
+
+    def _shared_var(self, op: ptx.VarOp) -> None:
+        """Lay a `.shared` variable out in the CTA's shared window (byte offsets)."""
+        name = op.sym_name.data
+        if op.elements == 0:
+            raise unsupported(op, ".extern .shared", f"dynamic shared memory '{name}'")
+        align = max(4, op.align.value.data if op.align is not None else 4)
+        start = -(-self.shared_bytes // align) * align
+        self.shared[name] = start
+        self.shared_bytes = start + op.size_bytes
 
     def _param(self, op: ptx.ParamOp) -> None:
         name, ptype = op.param_name.data, op.type.data
@@ -200,10 +220,18 @@ class _Selector:
     def terminator(self, inst: ptx.InstOp, by_label: dict[str, Block], fallthrough) -> Operation:
         base = inst.op.base
         guard = self.guard(inst)
-        if base in ("ret", "exit"):
+        if base in ("bar", "barrier"):
+            args = inst.operands_decoded
+            if inst.opcode.data not in ("bar.sync", "barrier.sync", "bar.sync.aligned",
+                                        "barrier.sync.aligned") or guard is not None or \
+                    len(args) != 1 or not isinstance(args[0], ptx.Imm) or args[0].value != 0:
+                raise unsupported(inst, inst.opcode.data, "only `bar.sync 0` (every thread "
+                                  "of the CTA, barrier 0)")
+            term: Operation = simt.BarrierOp(fallthrough())
+        elif base in ("ret", "exit"):
             if guard is not None:
                 raise unsupported(inst, inst.opcode.data, "a guarded return")
-            term: Operation = simt.ExitOp()
+            term = simt.ExitOp()
         else:
             if inst.opcode.data not in ("bra", "bra.uni"):
                 raise unsupported(inst, inst.opcode.data)
@@ -308,6 +336,8 @@ class _Selector:
         d = self.dst32(inst, dst)
         if isinstance(src, ptx.Reg) and src.name in SPECIAL_NAMES:
             return [simt.SpecialOp(d, SPECIAL_NAMES[src.name], guard)]
+        if isinstance(src, ptx.Sym) and src.name in self.shared:
+            return [simt.AluOp("mov", d, [self.shared[src.name]], guard)]
         pre: list[Operation] = []
         return pre + [simt.AluOp("mov", d, [self.src32(inst, src, pre)], guard)]
 
@@ -382,8 +412,11 @@ class _Selector:
         opc = inst.op
         base, mods, t = opc.base, opc.modifiers, opc.type
         args = inst.operands_decoded
-        space = "param" if "param" in mods else "global" if "global" in mods else None
-        rest = [m for m in mods if m not in ("param", "global")]
+        space = "param" if "param" in mods else "global" if "global" in mods else \
+            "shared" if "shared" in mods else None
+        rest = [m for m in mods if m not in ("param", "global", "shared")]
+        if space == "shared":
+            return self.shared_memory(inst, guard, rest)
         if base == "atom":
             if space != "global" or len(rest) < 1 or _atom_op(rest[0], t) is None \
                     or len(args) != (4 if rest[0] == "cas" else 3) \
@@ -422,6 +455,47 @@ class _Selector:
         assert op is not None
         return pre + [simt.AtomOp(op, self.dst32(inst, args[0]), "global", ptr.vreg, words,
                                   value, ptr.prov, guard, swap)]
+
+    def shared_memory(self, inst: ptx.InstOp, guard: GuardAttr | None,
+                      rest: list[str]) -> list[Operation]:
+        """ld/st/atom `.shared` of 32-bit words at a byte address of the window:
+        `[%r7]`, `[%rd3+4]` (a shared address), `[sym+8]`."""
+        opc, args = inst.op, inst.operands_decoded
+        base, t = opc.base, opc.type
+        if t not in WORD32 and not (base == "atom" and t in INT32) or len(opc.types) != 1:
+            raise unsupported(inst, inst.opcode.data,
+                              f"{ptx.TYPE_BITS.get(t or '', 0)}-bit shared accesses")
+        atom = _atom_op(rest[0], t) if base == "atom" and rest else None
+        if base == "atom" and (atom is None or not _harmless(rest[1:]) or
+                               len(args) != (4 if rest[0] == "cas" else 3)) or \
+                base != "atom" and not _harmless(rest):
+            raise unsupported(inst, inst.opcode.data)
+        addr = args[0] if base == "st" else args[1]
+        if not isinstance(addr, ptx.Addr):
+            raise unsupported(inst, inst.opcode.data)
+        reg: RegAttr | None = None
+        offset = addr.offset
+        if isinstance(addr.base, ptx.Sym) and addr.base.name in self.shared:
+            offset += self.shared[addr.base.name]
+        elif isinstance(addr.base, ptx.Reg) and self.bits(addr.base.name) == 32:
+            reg = self.vreg(addr.base.name)
+        elif isinstance(addr.base, ptx.Reg) and addr.base.name in self.wide and \
+                self.wide[addr.base.name].kind == "shared":
+            reg = self.wide[addr.base.name].vreg
+        else:
+            raise unsupported(inst, inst.opcode.data, "a shared address that is not a "
+                              "shared variable plus an offset")
+        pre: list[Operation] = []
+        if base == "ld":
+            return [simt.LdOp(self.dst32(inst, args[0]), "shared", reg, offset, None, guard)]
+        if base == "st":
+            value = self.src32(inst, args[1], pre)
+            return pre + [simt.StOp("shared", reg, offset, value, None, guard)]
+        value = self.src32(inst, args[2], pre)
+        swap = self.src32(inst, args[3], pre) if len(args) == 4 else None
+        assert atom is not None
+        return pre + [simt.AtomOp(atom, self.dst32(inst, args[0]), "shared", reg, offset, value,
+                                  None, guard, swap)]
 
     def ld_param(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         dst, addr = inst.operands_decoded
@@ -495,6 +569,12 @@ class _Selector:
         args = inst.operands_decoded
         if base == "mov" and not mods and isinstance(args[1], ptx.Reg):
             return self.view(inst, guard, self.wide_src(inst, args[1]))
+        if base == "mov" and not mods and isinstance(args[1], ptx.Sym) and \
+                args[1].name in self.shared and isinstance(args[0], ptx.Reg):
+            own = self.own_vreg(args[0].name)
+            self.define_wide(inst, args[0].name, Wide("shared", own,
+                                                      stable=self.def_count[args[0].name] == 1))
+            return [simt.AluOp("mov", own, [self.shared[args[1].name]], guard)]
         if base == "mul" and mods == ("wide",) and t in ("s32", "u32"):
             reg, imm = (args[1], args[2]) if isinstance(args[2], ptx.Imm) else (args[2], args[1])
             if isinstance(imm, ptx.Imm) and not imm.is_float and imm.value > 0:
@@ -525,12 +605,39 @@ class _Selector:
             return [simt.AluOp("mov", d, [wide.vreg], guard)]
         return [simt.AluOp("mul.lo", d, [wide.vreg, wide.scale], guard)]
 
+    def shared_add(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """A shared-window byte address plus (or minus) a byte offset, in 32 bits."""
+        base = inst.op.base
+        dst, a_op, b_op = inst.operands_decoded
+        a = self.wide_src(inst, a_op)
+        pre: list[Operation] = []
+        if isinstance(b_op, ptx.Imm) and not b_op.is_float:
+            offset: RegAttr | int = _to_i32(b_op.value)
+        else:
+            b = self.wide_src(inst, b_op)
+            if base == "add" and b.kind == "shared":
+                a, b = b, a
+            if a.kind != "shared" or b.kind != "int":
+                raise unsupported(inst, inst.opcode.data, "64-bit arithmetic on two shared "
+                                  "addresses")
+            offset = b.vreg
+            if b.scale != 1:
+                offset = self.fresh()
+                pre.append(simt.AluOp("mul.lo", offset, [b.vreg, b.scale], guard))
+        own = self.own_vreg(dst.name)
+        self.define_wide(inst, dst.name, Wide("shared", own,
+                                              stable=self.def_count[dst.name] == 1))
+        return pre + [simt.AluOp(base, own, [a.vreg, offset], guard)]
+
     def wide_add(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         base = inst.op.base
         dst, a_op, b_op = inst.operands_decoded
         if not isinstance(dst, ptx.Reg) or self.bits(dst.name) != 64:
             raise unsupported(inst, inst.opcode.data)
         a = self.wide_src(inst, a_op)
+        if a.kind == "shared" or isinstance(b_op, ptx.Reg) and \
+                self.wide.get(b_op.name, Wide("int", a.vreg)).kind == "shared":
+            return self.shared_add(inst, guard)
         if isinstance(b_op, ptx.Imm) and not b_op.is_float:
             if a.kind != "ptr" or b_op.value % 4:
                 raise unsupported(inst, inst.opcode.data, "a 64-bit constant offset that is "
@@ -667,7 +774,7 @@ def _basic_blocks(items: Sequence[ptx.LabelOp | ptx.InstOp]) -> list[_PBlock]:
             cur.labels.append(op.label.data)
         else:
             cur.insts.append(op)
-            if op.op.base in ("bra", "ret", "exit", "brx"):
+            if op.op.base in ("bra", "ret", "exit", "brx", "bar", "barrier"):
                 blocks.append(_PBlock())
     if not blocks[-1].insts and not blocks[-1].labels:
         blocks.pop()

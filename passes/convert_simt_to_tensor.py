@@ -204,7 +204,8 @@ class Lowering:
             return len(self.blocks)
         if isinstance(term, simt.NextOp):
             return self.blocks.index(term.dest)
-        raise unsupported(term, "a branch between machine blocks")
+        raise unsupported(term, "a barrier" if isinstance(term, simt.BarrierOp)
+                          else "a branch between machine blocks")
 
     def guard_of(self, op, regs, lane: int) -> tuple[SSAValue, bool] | None:
         if op.guard is None:

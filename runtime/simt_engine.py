@@ -75,11 +75,15 @@ class Layout:
     param_area: int
     bounds: int
     total: int
+    shared_base: int = 0          # first word of CTA 0's shared memory
+    shared_words: int = 0         # words of shared memory per CTA
 
     def regions(self, kernel: simt.KernelOp) -> dict[str, int]:
         out = {"params": len(kernel.params), "bounds": self.bounds}
         for i, size in self.sizes.items():
             out[f"buffer {i} ({kernel.params[i][0]})"] = size
+        if self.shared_words:
+            out["shared"] = self.total - self.shared_base
         return out
 
 
@@ -138,13 +142,16 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
         bases[i] = cursor
         sizes[i] = len(launch.args[i].data or [])
         cursor += sizes[i]
-    total = cursor
+    shared_base, shared = cursor, kernel.shared_size
+    ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
+    total = cursor + shared * ctas
     capacity = kernel.mem_words.value.data
     if total > capacity:
         buffers = ", ".join(f"{sizes[i]} for '{params[i][0]}'" for i in pointers)
+        shared_part = f", {shared} of shared memory for each of {ctas} CTAs" if shared else ""
         raise LaunchError(f"the launch needs {total} words of machine memory ({len(params)} "
-                          f"for parameters, {2 * len(pointers)} for bounds, {buffers}), the "
-                          f"machine has {capacity} (option mem-words)")
+                          f"for parameters, {2 * len(pointers)} for bounds, {buffers}"
+                          f"{shared_part}), the machine has {capacity} (option mem-words)")
     words = [0] * capacity
     for i, arg in enumerate(launch.args):
         if i in bases:
@@ -155,7 +162,8 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
             words[bw], words[bw + 1] = bases[i], sizes[i]
         else:
             words[i] = _word(arg.type, arg.value)
-    return Layout(words, bases, sizes, len(params), 2 * len(pointers), total)
+    return Layout(words, bases, sizes, len(params), 2 * len(pointers), total, shared_base,
+                  shared)
 
 
 # ---------------------------------------------------------------------- warps
@@ -164,13 +172,14 @@ class Warp:
     """One warp: per-lane registers `r`, predicates `p`, the active lanes, the
     current block, and the machine-provided values of its lanes."""
 
-    __slots__ = ("index", "ctaid", "tids", "active", "r", "p", "block", "pc", "done",
-                 "steps", "ops", "special")
+    __slots__ = ("index", "ctaid", "cta", "tids", "active", "r", "p", "block", "pc",
+                 "waiting", "done", "steps", "ops", "special")
 
     def __init__(self, index: int, ctaid: tuple[int, int, int],
                  tids: list[tuple[int, int, int] | None], nregs: int, npreds: int,
-                 ntid: tuple[int, int, int], nctaid: tuple[int, int, int]):
-        self.index, self.ctaid, self.tids = index, ctaid, tids
+                 ntid: tuple[int, int, int], nctaid: tuple[int, int, int], cta: int = 0):
+        self.index, self.ctaid, self.tids, self.cta = index, ctaid, tids, cta
+        self.waiting: set[int] = set()      # lanes arrived at a barrier, not yet released
         self.active = [lane for lane, t in enumerate(tids) if t is not None]
         self.r = [[0] * nregs for _ in tids]
         self.p = [[False] * npreds for _ in tids]
@@ -184,15 +193,26 @@ class Warp:
             self.special[f"ctaid.{d}"] = [ctaid[axis]] * len(tids)
             self.special[f"nctaid.{d}"] = [nctaid[axis]] * len(tids)
 
-    def select(self) -> None:
-        """The next step's block and active lanes: min-PC over the live lanes."""
-        self.block = min(self.pc.values())
-        self.active = [lane for lane, b in self.pc.items() if b == self.block]
+    def select(self) -> bool:
+        """The next step's block and active lanes: min-PC over the live lanes
+        that do not wait at a barrier; False when every live lane waits."""
+        ready = [b for lane, b in self.pc.items() if lane not in self.waiting]
+        if not ready:
+            return False
+        self.block = min(ready)
+        self.active = [lane for lane, b in self.pc.items()
+                       if b == self.block and lane not in self.waiting]
+        return True
 
     def retire(self, lanes: list[int]) -> None:
         for lane in lanes:
             del self.pc[lane]
         self.done = not self.pc
+
+    @property
+    def at_barrier(self) -> bool:
+        """Every live lane has arrived at a barrier (an exited lane counts)."""
+        return set(self.pc) <= self.waiting
 
     def who(self, lane: int) -> str:
         return (f"warp {self.index} lane {lane} (ctaid {_xyz(self.ctaid)} "
@@ -455,12 +475,15 @@ class _Compiler:
             def exit_(w: Warp) -> None:
                 w.retire(w.active)
             return exit_
-        if isinstance(op, simt.NextOp):
+        if isinstance(op, simt.NextOp | simt.BarrierOp):
             target = self.index[op.dest]
+            arrive = isinstance(op, simt.BarrierOp)
 
             def next_(w: Warp) -> None:
                 for lane in w.active:
                     w.pc[lane] = target
+                    if arrive:
+                        w.waiting.add(lane)
             return next_
         assert isinstance(op, simt.BranchOp)
         then_, else_ = self.index[op.then_dest], self.index[op.else_dest]
@@ -523,6 +546,45 @@ class _Compiler:
                 for lane in lanes(w):
                     w.r[lane][d] = mem[offset]
             return ld_param
+        if op.space.data == "shared":
+            address = self.shared_address(op)
+        else:
+            address = self.global_address(op)
+        if isinstance(op, simt.LdOp):
+            d = self.slot(op.dst)
+
+            def ld(w: Warp) -> None:
+                for lane in lanes(w):
+                    w.r[lane][d] = mem[address(w, lane)]
+            return ld
+        value = self.reader(op.value)
+        if isinstance(op, simt.StOp):
+            def st(w: Warp) -> None:
+                for lane in lanes(w):
+                    mem[address(w, lane)] = value(w, lane) & M32
+            return st
+        return self.atom(op, lanes, address, value)
+
+    def shared_address(self, op: simt.MemoryOp) -> Callable[[Warp, int], int]:
+        """Byte address in the CTA's shared window → the machine word."""
+        offset, what = op.offset.value.data, describe(op)
+        base = self.slot(op.base) if op.base is not None else None
+        first, size = self.layout.shared_base, self.layout.shared_words
+
+        def address(w: Warp, lane: int) -> int:
+            a = ((w.r[lane][base] if base is not None else 0) + offset) & M32
+            if a % 4:
+                raise Trap(f"trap: misaligned {what} by {w.who(lane)}: shared byte address "
+                           f"{a} is not a multiple of 4")
+            if a >= 4 * size:
+                raise Trap(f"trap: out-of-bounds {what} by {w.who(lane)}: shared byte "
+                           f"address {a} is outside the CTA's {4 * size} bytes of shared "
+                           "memory")
+            return first + w.cta * size + a // 4
+        return address
+
+    def global_address(self, op: simt.MemoryOp) -> Callable[[Warp, int], int]:
+        mem, offset = self.mem, op.offset.value.data
         assert op.base is not None and op.buffer_index is not None
         base = self.slot(op.base)
         buf = op.buffer_index
@@ -538,21 +600,11 @@ class _Compiler:
                 raise Trap(f"trap: out-of-bounds {what} by {w.who(lane)}: word address {a} "
                            f"is outside buffer {buf} '{pname}' ({where})")
             return a
+        return address
 
-        if isinstance(op, simt.LdOp):
-            d = self.slot(op.dst)
-
-            def ld(w: Warp) -> None:
-                for lane in lanes(w):
-                    w.r[lane][d] = mem[address(w, lane)]
-            return ld
-        value = self.reader(op.value)
-        if isinstance(op, simt.StOp):
-            def st(w: Warp) -> None:
-                for lane in lanes(w):
-                    mem[address(w, lane)] = value(w, lane) & M32
-            return st
+    def atom(self, op, lanes, address, value) -> Callable[[Warp], None]:
         assert isinstance(op, simt.AtomOp)
+        mem = self.mem
         d = self.slot(op.dst)
         apply = ATOM[op.op.data]
         swap = self.reader(op.swap) if op.swap is not None else (lambda w, lane: 0)
@@ -579,14 +631,28 @@ def make_warps(launch: Launch, nregs: int, npreds: int) -> list[Warp]:
     warps: list[Warp] = []
     bx, by, _ = launch.block
     n = launch.threads_per_block
-    for ctaid in _grid(launch.grid):
+    for cta, ctaid in enumerate(_grid(launch.grid)):
         tids = [(i % bx, (i // bx) % by, i // (bx * by)) for i in range(n)]
         for w in range(0, n, simt.LANES):
             lanes: list[tuple[int, int, int] | None] = list(tids[w:w + simt.LANES])
             lanes += [None] * (simt.LANES - len(lanes))
             warps.append(Warp(w // simt.LANES, ctaid, lanes, nregs, npreds, launch.block,
-                              launch.grid))
+                              launch.grid, cta))
     return warps
+
+
+def _release_barriers(warps: list[Warp]) -> bool:
+    """The host's barrier: a CTA whose every live thread waits goes on."""
+    ctas: dict[int, list[Warp]] = {}
+    for w in warps:
+        ctas.setdefault(w.cta, []).append(w)
+    released = False
+    for group in ctas.values():
+        if any(w.waiting for w in group) and all(w.at_barrier for w in group):
+            for w in group:
+                w.waiting.clear()
+            released = True
+    return released
 
 
 def run_simt(module: Operation, launch: Launch,
@@ -602,8 +668,11 @@ def run_simt(module: Operation, launch: Launch,
     steps = 0
     live = [w for w in warps if not w.done]
     while live:
+        ran = False
         for w in live:
-            w.select()
+            if not w.select():
+                continue            # every live lane waits at a barrier
+            ran = True
             body, term = blocks[w.block]
             for run in body:
                 run(w)
@@ -614,6 +683,10 @@ def run_simt(module: Operation, launch: Launch,
         if steps > max_steps:
             raise Trap(f"trap: the launch ran past the limit of {max_steps} EXEC steps "
                        "(an endless loop?)")
+        # an exited thread counts as arrived, so a CTA whose warps all wait is
+        # released here: some warp always runs (no deadlock with one barrier)
+        released = _release_barriers(warps)
+        assert ran or released
         live = [w for w in live if not w.done]
     buffers: list[list | None] = []
     for i, arg in enumerate(launch.args):
