@@ -87,7 +87,8 @@ ALU_ARITY: dict[str, int] = {
     "add": 2, "sub": 2, "mul.lo": 2, "mul.hi.s": 2, "mul.hi.u": 2, "and": 2, "or": 2,
     "xor": 2, "shl": 2, "shr.u": 2, "shr.s": 2, "min.s": 2, "min.u": 2, "max.s": 2,
     "max.u": 2, "div.s": 2, "div.u": 2, "rem.s": 2, "rem.u": 2,
-    "mad.lo": 3, "selp": 3,
+    "mad.lo": 3, "selp": 3, "bfe.u": 3, "bfe.s": 3, "bfi": 4,
+    "shf.l.wrap": 3, "shf.l.clamp": 3, "shf.r.wrap": 3, "shf.r.clamp": 3,
 }
 
 #: Comparisons of `simt.setp` (`.s` signed, `.u` unsigned).

@@ -736,6 +736,13 @@ def _alu_opcode(base: str, mods: tuple[str, ...], t: str | None) -> str | None:
         return base
     if base == "bfind" and mods in ((), ("shiftamt",)) and t != "b32":
         return ".".join(("bfind", *mods, sign))
+    if base == "bfe" and not mods and t != "b32":
+        return f"bfe.{sign}"
+    if base == "bfi" and not mods and t == "b32":
+        return "bfi"
+    if base == "shf" and len(mods) == 2 and mods[0] in ("l", "r") and \
+            mods[1] in ("wrap", "clamp") and t == "b32":
+        return f"shf.{mods[0]}.{mods[1]}"
     return None
 
 

@@ -257,6 +257,35 @@ def _rem_s(a: int, b: int) -> int:
     return (-r if _s(a) < 0 else r) & M32
 
 
+def _bfe(signed: bool) -> Callable[[int, int, int], int]:
+    """Bit field extract: len bits from pos (sign-extended for `.s`)."""
+    def bfe(a: int, b: int, c: int) -> int:
+        pos, length = b & 0xFF, c & 0xFF
+        sbit = (a >> min(pos + length - 1, 31)) & 1 if signed and length else 0
+        taken = max(0, min(length, 32 - pos))
+        field = (a >> pos) & ((1 << taken) - 1) if pos <= 31 else 0
+        return field | (M32 & ~((1 << taken) - 1) if sbit else 0)
+    return bfe
+
+
+def _bfi(a: int, b: int, c: int, d: int) -> int:
+    """Bit field insert: a's low len bits into b at pos."""
+    pos, length = c & 0xFF, d & 0xFF
+    if pos >= 32:
+        return b
+    field = ((1 << min(length, 32 - pos)) - 1) << pos
+    return (b & ~field | (a << pos) & field) & M32
+
+
+def _shf(left: bool, clamp: bool) -> Callable[[int, int, int], int]:
+    """Funnel shift of the 64-bit pair {b, a}."""
+    def shf(a: int, b: int, c: int) -> int:
+        n = min(c, 32) if clamp else c & 31
+        pair = (b << 32) | a
+        return ((pair << n) >> 32) & M32 if left else (pair >> n) & M32
+    return shf
+
+
 def _bfind(signed: bool, shiftamt: bool) -> Callable[[int], int]:
     """The most significant non-sign bit (0xFFFFFFFF if none; `shiftamt`:
     counted from the top)."""
@@ -289,6 +318,9 @@ ALU: dict[str, Callable[..., int]] = {
     "brev": lambda a: int(f"{a:032b}"[::-1], 2),
     "bfind.u": _bfind(False, False), "bfind.s": _bfind(True, False),
     "bfind.shiftamt.u": _bfind(False, True), "bfind.shiftamt.s": _bfind(True, True),
+    "bfe.u": _bfe(False), "bfe.s": _bfe(True), "bfi": _bfi,
+    "shf.l.wrap": _shf(True, False), "shf.l.clamp": _shf(True, True),
+    "shf.r.wrap": _shf(False, False), "shf.r.clamp": _shf(False, True),
     "mad.lo": lambda a, b, c: (a * b + c) & M32,
     "and": lambda a, b: a & b,
     "or": lambda a, b: a | b,
