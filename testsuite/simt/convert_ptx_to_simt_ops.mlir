@@ -1,7 +1,7 @@
 // Instruction selection of the integer menu: predicate logic as simt.pred, an
 // atomic compare-and-swap, div/rem and mul.hi, a 64-bit index narrowed back to
 // 32 bits (`cvt.u32.u64` of ext(v)·4 is v·4), and the warp ops (a shuffle with
-// its in-range predicate first, a vote, a ballot).
+// its in-range predicate first, a vote, a ballot), bit fields and funnel shifts.
 // RUN: qgc-opt %s -p convert-ptx-to-simt | filecheck %s
 
 builtin.module {
@@ -27,6 +27,9 @@ builtin.module {
       ptx.inst "shfl.sync.up.b32" ["%r6|%p1", "%r5", "1", "0", "-1"]
       ptx.inst "vote.sync.any.pred" ["%p2", "%p4", "-1"]
       ptx.inst "vote.sync.ballot.b32" ["%r2", "%p3", "-1"]
+      ptx.inst "bfe.u32" ["%r3", "%r1", "4", "8"]
+      ptx.inst "bfi.b32" ["%r4", "%r1", "%r3", "8", "4"]
+      ptx.inst "shf.l.wrap.b32" ["%r5", "%r3", "%r4", "%r1"]
       ptx.inst "ret" []
     }
   }
@@ -45,4 +48,7 @@ builtin.module {
 // CHECK-NEXT: simt.warp "shfl.up" v6, v5, 1, 0
 // CHECK-NEXT: simt.warp "any" vp1, vp3
 // CHECK-NEXT: simt.warp "ballot" v2, vp2
+// CHECK-NEXT: simt.alu "bfe.u" v3, v1, 4, 8
+// CHECK-NEXT: simt.alu "bfi" v4, v1, v3, 8, 4
+// CHECK-NEXT: simt.alu "shf.l.wrap" v5, v3, v4, v1
 // CHECK-NEXT: simt.exit
