@@ -75,7 +75,9 @@ from qgc.dialects.directives import OptionalDirective, end_print
 LANES = 4
 DEFAULT_REGS = 15
 DEFAULT_PREDS = 8
-DEFAULT_MEM_WORDS = 127
+#: Words of machine memory by default (the tensor level holds 127 per memory
+#: head and asks for `mem-words=127`).
+DEFAULT_MEM_WORDS = 1024
 DEFAULT_MAX_BLOCKS = 32
 DEFAULT_MAX_OPS = 16
 

@@ -22,11 +22,13 @@ from qgc.passes import get_all_passes
 #: Pipeline of each stage, cumulative; a stage missing here does not exist yet.
 STAGE_PIPELINES: dict[str, str] = {
     "ptx": "ptx-remove-dead-functions",
-    "simt": "ptx-remove-dead-functions,convert-ptx-to-simt{mem-words=127},simt-if-convert,"
+    "simt": "ptx-remove-dead-functions,convert-ptx-to-simt{mem-words=1024},simt-if-convert,"
             "simt-form-blocks{max-ops=16 max-blocks=32},"
             "simt-allocate-registers{regs=15 preds=8}",
 }
-STAGE_PIPELINES["tensor"] = (STAGE_PIPELINES["simt"] + ",convert-simt-to-tensor{max-warps=8},"
+#: The tensor level keeps machine memory in one memory head per port (127 rows).
+STAGE_PIPELINES["tensor"] = (STAGE_PIPELINES["simt"].replace("mem-words=1024", "mem-words=127")
+                             + ",convert-simt-to-tensor{max-warps=8},"
                              "tensor-schedule-layers{hidden=2048 intermediate=6144 heads=16}")
 ALL_STAGES = ("ptx", "simt", "tensor")
 

@@ -27,7 +27,7 @@ builtin.module {
   }
 }
 
-// CHECK:      simt.kernel @k(ptr k_param_0, u32 k_param_1) lanes 4 mem_words 127 {
+// CHECK:      simt.kernel @k(ptr k_param_0, u32 k_param_1) lanes 4 mem_words 1024 {
 // CHECK-NEXT:   simt.ld v0, param[0]
 // CHECK-NEXT:   simt.ld v1, param[1]
 // CHECK-NEXT:   simt.special v2, "tid.x"

@@ -24,7 +24,7 @@ builtin.module {
   }
 }
 
-// CHECK:      simt.kernel @k(ptr k_param_0) lanes 4 mem_words 127 shared_words 6 {
+// CHECK:      simt.kernel @k(ptr k_param_0) lanes 4 mem_words 1024 shared_words 6 {
 // CHECK:        simt.alu "mov" v1, 16
 // CHECK-NEXT:   simt.alu "shl" v2, v0, 2
 // CHECK-NEXT:   simt.alu "add" v3, v1, v2
