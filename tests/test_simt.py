@@ -419,6 +419,16 @@ def test_random_branching_programs_agree_with_the_oracle():
     _random_programs_agree("branch", 60)
 
 
+def test_random_shared_memory_programs_agree_with_the_oracle():
+    """Shared arrays, barriers and divergent guards (`bar.sync` blocks)."""
+    _random_programs_agree("shared", 40)
+
+
+def test_random_atomic_programs_agree_with_the_oracle():
+    """Atomics with lane conflicts on one word, every operation of the menu."""
+    _random_programs_agree("atomic", 40)
+
+
 # ------------------------------------------------------- the shared suite
 
 #: integer kernels of ../shared/kernels the machine runs (both compilers); the
