@@ -352,6 +352,13 @@ def _spell_fraction(value: Fraction) -> str:
     return str(float(value))
 
 
+def _parse_int_list(parser: AttrParser) -> list[int]:
+    """`[1, -2, 3]`."""
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE,
+        lambda: parser.parse_integer(allow_boolean=False, allow_negative=True))
+
+
 @irdl_attr_definition
 class RowAttr(ParametrizedAttribute):
     """One threshold row: `#tensor.row<[i0, w0, i1, w1, ...], 2t>` (terms as
@@ -376,9 +383,7 @@ class RowAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            flat = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE,
-                lambda: parser.parse_integer(allow_boolean=False, allow_negative=True))
+            flat = _parse_int_list(parser)
             parser.parse_punctuation(",")
             t2 = parser.parse_integer(allow_boolean=False, allow_negative=True)
         return [_dense(flat), IntAttr(t2)]
@@ -419,9 +424,7 @@ class SumAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            coefs = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE,
-                lambda: parser.parse_integer(allow_boolean=False, allow_negative=True))
+            coefs = _parse_int_list(parser)
             parser.parse_punctuation(",")
             parts = parser.parse_attribute()
         return [_dense(coefs), parts]

@@ -635,8 +635,8 @@ class _Selector:
         if not isinstance(dst, ptx.Reg) or self.bits(dst.name) != 64:
             raise unsupported(inst, inst.opcode.data)
         a = self.wide_src(inst, a_op)
-        if a.kind == "shared" or isinstance(b_op, ptx.Reg) and \
-                self.wide.get(b_op.name, Wide("int", a.vreg)).kind == "shared":
+        b_wide = self.wide.get(b_op.name) if isinstance(b_op, ptx.Reg) else None
+        if "shared" in (a.kind, b_wide and b_wide.kind):
             return self.shared_add(inst, guard)
         if isinstance(b_op, ptx.Imm) and not b_op.is_float:
             if a.kind != "ptr" or b_op.value % 4:

@@ -24,26 +24,26 @@ threshold rows):
   and 1 (c1). Layer 2: carry into digit d is [T_d ≥ 1] with
   T_d = Σ_{j<d} 2^j (G_j + P_j − 1) (the highest non-propagating digit
   decides its sign), and the carry into bit k of digit d is c0 ∨ (c1 ∧ C_d)
-  = [2^d (c0 + c1 − 1) + T_d ≥ 1]. Layer 3: s_i = [a_i + b_i + c_i − 2c_{i+1} ≥ 1].
-  For W ≤ 8 every carry [Σ_{j<i} 2^j (a_j + b_j) ≥ 2^i] fits one row: 2 layers.
+  = [2^d (c0 + c1 − 1) + T_d ≥ 1]. The sum bits come out of the same layer
+  as sum rows, s_i = a_i + b_i + c_i − 2·c_{i+1} with the carries as parts:
+  2 layers. For W ≤ 8 every carry [Σ_{j<i} 2^j (a_j + b_j) ≥ 2^i] fits one
+  part: 1 layer.
 - **Compares.** Digits of ≤ 6 bits, GT_d = [A_d − B_d ≥ 1], GE_d = [A_d − B_d ≥ 0]
   (signed: the top bit literal is flipped), then
   U = Σ_d 2^d (GT_d + GE_d − 1) has the sign of a − b: 2 layers (1 for W ≤ 8,
   where Σ 2^j (a_j − b_j) fits one row; eq/ne always take 2).
 - **Counters (sum, mul_lo, mad_lo).** A column sum of many bits is reduced
   by counters: for a group of g adjacent columns with weighted sum D ≤ 127,
-  one layer of thermometer rows u_k = [D ≥ k]; bit t of D is then the
-  *linear* form Σ_k (bit_t(k) − bit_t(k−1)) u_k, which the next layer reads
-  directly (a virtual bit), so each reduction level costs one layer. Groups
-  with D > 31 keep only u_{2m} = [D ≥ 2m] (D mod 2 = D − 2·Σ u_{2m}): half the
-  output bits. Levels (group size chosen per level) repeat until every column
-  holds ≤ 2 bits, then the digit adder finishes: mul_lo at W = 32 is partial
-  products, 2 levels and the adder, 6 layers. A
-  row whose nominal range gets too wide for the gadget bounds has its virtual
-  bits materialised first (one copy row each, one more layer).
-- **Select.** `p ? x : y` is not a threshold function: u = [x + p ≥ 2],
-  v = [y − p ≥ 1], out = [u + v ≥ 1]. A predicate still given as a row
-  [F ≥ t] (min/max) gates straight in: u = [F + K·x ≥ t + K].
+  bit t of D is the staircase sum row Σ_k (bit_t(k) − bit_t(k−1))·[D ≥ k]
+  (the group's bits share the parts [D ≥ k]), one layer per level. Levels
+  (group size chosen per level) repeat until every column holds ≤ 2 bits,
+  then the digit adder finishes. mul_lo's partial products enter three at a
+  time as full adders of ANDs (sum and carry share 7 neurons), so at W = 32
+  it is 1 + 2 levels + 2 = 5 layers. A counter whose sum breaks the gadget
+  bounds has its composite bits materialised first (one copy row each).
+- **Select.** `p ? x : y` is not a threshold function but the sum row
+  [x + p ≥ 2] + [y − p ≥ 1] (never both 1): 1 layer. A predicate still given
+  as a row [F ≥ t] (min/max) gates straight in: [F + K·x ≥ t + K].
 - **Shifts.** t_{i,s} = [y == s] ∧ x_{i−s} (one row over all bits of y),
   OR over s: 2 layers; amounts ≥ W match no s (0), and shr.s ORs in the sign
   fill x_{W−1} ∧ [y ≥ W − 1 − i].
@@ -166,6 +166,13 @@ def _threshold_row(form: Form, t: int | Fraction) -> T.ThresholdRow:
                           Fraction(t) - form.const)
 
 
+def _constant(form: Form, t: int | Fraction) -> int | None:
+    """[form ≥ t] when it is the same for every input, else None."""
+    if form.is_const or form.hi() < t or form.lo() >= t:
+        return int(form.lo() >= t)
+    return None
+
+
 def row_ok(form: Form, t: int) -> bool:
     """Whether [form ≥ t] passes the gadget bounds as one row."""
     try:
@@ -229,9 +236,8 @@ class Alu:
             if isinstance(folded, int):
                 kinds.append(("const", len(consts)))
                 consts.append(folded)
-            elif isinstance(folded, tuple) and isinstance(folded[0], Form) \
-                    and len(folded[0].terms) == 1 and self._copy_of(*folded) is not None:
-                kinds.append(("copy", self._copy_of(*folded)))
+            elif isinstance(folded, tuple) and (copy := self._copy_of(*folded)) is not None:
+                kinds.append(("copy", copy))
             else:
                 kinds.append(("row", len(real)))
                 real.append(folded)
@@ -279,7 +285,10 @@ class Alu:
         return self._built[key]
 
     @staticmethod
-    def _copy_of(form: Form, t: int | Fraction):
+    def _copy_of(form: Form, t: int | Fraction) -> Key | None:
+        """The bit a one-term row [w·x + k ≥ t] merely copies, if it does."""
+        if len(form.terms) != 1:
+            return None
         (key, w), = form.terms.items()
         return key if w > 0 and 0 < t - form.const <= w else None
 
@@ -288,15 +297,16 @@ class Alu:
         """A constant (0/1), a plain row, or the real parts of a sum row (its
         constant as a [0 ≥ 0] part); checks every real part's gadget."""
         if not isinstance(row, Sum):
-            form, t = row
-            if form.is_const or form.hi() < t or form.lo() >= t:
-                return int(form.lo() >= t)
-            _threshold_row(form, t).gadget()
+            value = _constant(*row)
+            if value is not None:
+                return value
+            _threshold_row(*row).gadget()
             return row
         const, real = 0, []
         for c, form, t in row.parts:
-            if form.is_const or form.hi() < t or form.lo() >= t:
-                const += c * int(form.lo() >= t)
+            value = _constant(form, t)
+            if value is not None:
+                const += c * value
             else:
                 _threshold_row(form, t).gadget()
                 real.append((c, form, t))
@@ -413,8 +423,8 @@ class Alu:
     # ------------------------------------------------------------ add / sub
 
     def add(self, x: SSAValue, y: SSAValue, carry_in: SSAValue | None = None) -> SSAValue:
-        """x + y (+ carry_in) mod 2^W. Digit carry lookahead: 3 layers at W = 32
-        (2 for W ≤ 8); 225 neurons at W = 32."""
+        """x + y (+ carry_in) mod 2^W. Digit carry lookahead: 2 layers at W = 32
+        (1 for W ≤ 8); 229 neurons at W = 32."""
         self._same(x, y)
         cin = self.bits(carry_in)[0] if carry_in is not None else None
         return self._add_columns([[a, b] for a, b in zip(self.bits(x), self.bits(y),
@@ -422,13 +432,13 @@ class Alu:
 
     def sub(self, x: SSAValue, y: SSAValue) -> SSAValue:
         """x − y = x + ~y + 1 mod 2^W (the literals 1 − y fold into the rows):
-        3 layers at W = 32 (2 for W ≤ 8), 225 neurons."""
+        2 layers at W = 32 (1 for W ≤ 8), 229 neurons."""
         self._same(x, y)
         return self._add_columns([[a, 1 - b] for a, b in zip(self.bits(x), self.bits(y),
                                                              strict=True)], Form(const=1))
 
     def neg(self, x: SSAValue) -> SSAValue:
-        """−x = ~x + 1 mod 2^W: 3 layers at W = 32 (2 for W ≤ 8), 124 neurons."""
+        """−x = ~x + 1 mod 2^W: 2 layers at W = 32 (1 for W ≤ 8), 96 neurons."""
         return self._add_columns([[1 - a] for a in self.bits(x)], Form(const=1))
 
     def _add_columns(self, cols: list[list[Form]], cin: Form | None) -> SSAValue:
@@ -523,8 +533,8 @@ class Alu:
 
     def sum(self, values: list[SSAValue]) -> SSAValue:
         """Σ values mod 2^W (2..8 operands): counter levels (one layer each) down
-        to two bits per column, then the digit adder. At W = 32: 3 layers for 2
-        operands, 4 for 3 operands (367 neurons), more levels for more."""
+        to two bits per column, then the digit adder. At W = 32: 2 layers for 2
+        operands, 3 for 3 operands (353 neurons), more levels for more."""
         if not values:
             raise ValueError("sum takes at least one operand")
         w = T.width_of(values[0])
@@ -534,15 +544,15 @@ class Alu:
         return self._column_sum(cols)
 
     def mul_lo(self, x: SSAValue, y: SSAValue) -> SSAValue:
-        """Low W bits of x·y: partial products a_i ∧ b_j (i + j < W) in one layer,
-        two counter levels, then the digit adder: 6 layers, 1830 neurons and
-        about 1180 output bits at W = 32."""
+        """Low W bits of x·y: partial products a_i ∧ b_j (i + j < W) as full
+        adders of ANDs in one layer, two counter levels, then the digit adder:
+        5 layers, 2,625 neurons at W = 32."""
         self._same(x, y)
         return self._column_sum(self._products(x, y))
 
     def mad_lo(self, x: SSAValue, y: SSAValue, z: SSAValue) -> SSAValue:
         """Low W bits of x·y + z: z joins the partial-product columns (same depth
-        as mul_lo: 6 layers, 1878 neurons at W = 32)."""
+        as mul_lo: 5 layers, 2,739 neurons at W = 32)."""
         self._same(x, y)
         self._same(x, z)
         cols = self._products(x, y)
@@ -637,9 +647,7 @@ class Alu:
         g = best[1]
         groups = [list(range(base, min(base + g, w))) for base in range(0, w, g)]
         groups = [grp for grp in groups if any(len(cols[c]) > 2 for c in grp)]
-        need = [c for grp in groups for c in grp
-                if not all(row_ok(self._group_sum(cols, grp), k)
-                           for k in range(1, self._group_max(cols, grp) + 1))]
+        need = [c for grp in groups if not self._counter_fits(cols, grp) for c in grp]
         if need:      # composite bits whose sums break the gadget bounds: copy them first
             flat = [f for c in need for f in cols[c]]
             mat = iter(self.materialize(flat))
@@ -663,6 +671,11 @@ class Alu:
             if not (f.is_const and f.const == 0):
                 out[c].append(f)
         return out
+
+    def _counter_fits(self, cols: list[list[Form]], group: list[int]) -> bool:
+        """Whether every part [D ≥ k] of the group's counter passes the gadget bounds."""
+        d = self._group_sum(cols, group)
+        return all(row_ok(d, k) for k in range(1, self._group_max(cols, group) + 1))
 
     @staticmethod
     def _group_sum(cols: list[list[Form]], group: list[int]) -> Form:
@@ -715,11 +728,11 @@ class Alu:
 
     def min(self, x: SSAValue, y: SSAValue, signed: bool) -> SSAValue:
         """min(x, y): the compare's final row gates the select directly:
-        3 layers, 184 neurons at W = 32."""
+        2 layers, 152 neurons at W = 32."""
         return self._minmax("le", x, y, signed)
 
     def max(self, x: SSAValue, y: SSAValue, signed: bool) -> SSAValue:
-        """max(x, y): 3 layers, 184 neurons at W = 32."""
+        """max(x, y): 2 layers, 152 neurons at W = 32."""
         return self._minmax("ge", x, y, signed)
 
     def _minmax(self, op: str, x: SSAValue, y: SSAValue, signed: bool) -> SSAValue:

@@ -112,5 +112,5 @@ class ModelStepper:
         return self._forward([t])
 
 
-def model_stepper(model, vocab: P.Vocabulary, base_vocab: int) -> ModelStepper:
-    return ModelStepper(model, vocab, base_vocab)
+#: the stepper `runtime/trace.run_trace` takes (the name the callers use)
+model_stepper = ModelStepper

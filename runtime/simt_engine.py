@@ -349,7 +349,7 @@ def _shfl_source(mode: str) -> Callable[[int, int, int], tuple[int, bool]]:
     lane itself)."""
     m = simt.LANES - 1
 
-    def source(lane: int, b: int, c: int) -> int:
+    def source(lane: int, b: int, c: int) -> tuple[int, bool]:
         bval, cval, seg = b & m, c & m, (c >> 8) & m
         max_lane = (lane & seg) | (cval & ~seg)
         if mode == "up":
@@ -466,6 +466,8 @@ class _Compiler:
                     w.r[lane][d] = v
             return shfl
 
+        pred_dst = simt.WARP_OPS[opc][1]
+
         def collective(w: Warp) -> None:
             group = lanes(w)
             votes = [conds[0](w, lane) for lane in group] if conds else []
@@ -476,11 +478,9 @@ class _Compiler:
             else:
                 result = {"any": any(votes), "all": all(votes),
                           "uni": all(votes) or not any(votes)}[opc]
+            dst = w.p if pred_dst else w.r
             for lane in group:
-                if isinstance(result, bool):
-                    w.p[lane][d] = result
-                else:
-                    w.r[lane][d] = result
+                dst[lane][d] = result
         return collective
 
     def condition(self, src: simt.GuardAttr | int) -> Callable[[Warp, int], bool]:

@@ -132,14 +132,15 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
 
     launch_prompt = prompt(words)
     prefill = getattr(stepper, "prefill", None)
-    for t in launch_prompt:
-        if prefill is None:
+    if prefill is None:
+        for t in launch_prompt:
             append(t)
-        else:
-            stream.append(t)
+    else:                        # the stepper takes the whole prompt in one go
+        stream.extend(launch_prompt)
+        for t in launch_prompt:
             records.feed(t)
-    if prefill is not None and launch_prompt:
-        prefill(launch_prompt)
+        if launch_prompt:
+            prefill(launch_prompt)
     block = {w: 0 for w in range(len(warps))}
     live = list(range(len(warps)))
     steps = 0

@@ -221,6 +221,14 @@ def scheduled(program: T.ProgramOp) -> T.ProgramOp:
 
 # ----------------------------------------------------------------- stock runs
 
+def assert_energy(h, hidden: int) -> None:
+    """Every token's sum(h²) is exactly 64·hidden (each RMSNorm scales by 1/8)."""
+    target = 64 * hidden
+    e = h.double().pow(2).sum(-1)
+    assert bool((e == target).all()), \
+        f"sum(h²) drifted from {target} by up to {float((e - target).abs().max())}"
+
+
 class StockRun:
     """Runs compiled layers as stock `Qwen3_5DecoderLayer` modules on residual
     streams built by `encode`, checking the energy after every half-layer and
@@ -250,9 +258,7 @@ class StockRun:
         return hooks
 
     def _energy(self, h):
-        e = h.double().pow(2).sum(-1)
-        assert bool((e == 64 * HIDDEN).all()), \
-            f"sum(h²) drifted from 64·{HIDDEN} by up to {float((e - 64 * HIDDEN).abs().max())}"
+        assert_energy(h, self.compiled.hidden)
         self.halves_checked += 1
 
     def _gates(self, g):
@@ -308,7 +314,7 @@ class StockRun:
     def report(self, what: str) -> str:
         return (f"{what} [{self.dtype}]: smallest active |G| {self.min_active} (bound 1/2), "
                 f"largest inactive G {self.max_inactive}, {self.zero_gates} exact-zero gates, "
-                f"sum(h²) = 64·{HIDDEN} after {self.halves_checked} half-layer checks")
+                f"sum(h²) = 64·{self.compiled.hidden} after {self.halves_checked} half-layer checks")
 
 
 def check_outputs(compiled, h_out, expected):
