@@ -24,8 +24,9 @@ location of the instruction it comes from as its location.
 
 The kernel's machine parameters are properties, set by the pass that decides
 them: `lanes`/`mem_words` by `convert-ptx-to-simt`, `max_blocks`/`max_ops` by
-`simt-form-blocks`, `regs`/`preds` by `simt-allocate-registers`; the verifier
-checks every limit that is set.
+`simt-form-blocks`, `regs`/`preds` by `simt-allocate-registers` (and
+`spill_words`/`spilled` when it spills registers to the lane's own spill slots,
+`spill[K]`); the verifier checks every limit that is set.
 """
 
 from __future__ import annotations
@@ -104,8 +105,20 @@ ATOM_OPS = ("add", "min.s", "min.u", "max.s", "max.u", "and", "or", "xor", "exch
 #: Special registers the machine provides per lane.
 SPECIALS = tuple(f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz")
 
-#: Memory spaces: the parameter area (constant addresses) and the buffers.
-SPACES = ("param", "global", "shared")
+#: Pointer parameters by the buffer elements one machine word holds: `ptr`
+#: 4 bytes (32- and 64-bit data, 64-bit elements take two words), `ptr16` one
+#: halfword, `ptr8` one byte (sub-word buffers keep one element per word).
+POINTER_TYPES = {"ptr": 4, "ptr16": 2, "ptr8": 1}
+#: 64-bit scalar parameters: the low word in the parameter's slot, the high
+#: word after the bounds pairs.
+WIDE_SCALARS = ("u64", "s64", "b64")
+PARAM_TYPES = (*POINTER_TYPES, *WIDE_SCALARS, "u32", "s32", "b32", "f32", "u16", "s16",
+               "b16", "u8", "s8", "b8")
+
+#: Memory spaces: the parameter area (constant addresses), the buffers, the
+#: CTA's shared window and the lane's own spill slots (`spill[2]`, written by
+#: `simt-allocate-registers`).
+SPACES = ("param", "global", "shared", "spill")
 
 _REG_RE = re.compile(r"^(vp|v|r|p)(\d+)$")
 
@@ -354,14 +367,16 @@ class Source(CustomDirective):
 
 @irdl_custom_directive
 class Address(CustomDirective):
-    """`global[r1 + 4]`, `global[r1 - 1]`, `param[3]`: a space and a word address."""
+    """`global[r1 + 4]`, `global[r1 - 1]`, `param[3]`, `shared[r2 + 8]`,
+    `spill[2]`: a space and an address (`[K]` alone: a constant one)."""
 
     space: AttributeVariable
     base: AttributeVariable
     offset: AttributeVariable
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
-        space = parser.parse_identifier(context_msg=" memory space (param, global)")
+        space = parser.parse_identifier(context_msg=" memory space (param, global, shared, "
+                                                    "spill)")
         self.space.set(state, StringAttr(space))
         parser.parse_punctuation("[")
         offset = parser.parse_optional_integer(allow_boolean=False, allow_negative=True)
@@ -710,7 +725,9 @@ class MemoryOp(MachineOp):
     buffer 1` is a word address with the buffer it derives from; `param[3]` a
     word of the parameter area; `shared[r1 + 8]` a *byte* address in the
     CTA's shared window (PTX computes shared addresses in bytes; the machine
-    checks alignment and bounds and maps it onto the CTA's words)."""
+    checks alignment and bounds and maps it onto the CTA's words); `spill[2]`
+    slot 2 of the executing lane's own spill area (register allocation's
+    spill code: a constant slot, no base, no buffer, never out of bounds)."""
 
     space = prop_def(StringAttr)
     base = opt_prop_def(RegAttr)
@@ -732,6 +749,10 @@ class MemoryOp(MachineOp):
             if self.base is not None or self.buffer is not None:
                 raise VerifyException("a param-area access has a constant address and no "
                                       "buffer")
+        elif space == "spill":
+            if self.base is not None or self.buffer is not None:
+                raise VerifyException("a spill access names a constant slot of the lane's "
+                                      "spill area: no base register, no buffer")
         elif space == "shared":
             if self.buffer is not None:
                 raise VerifyException("a shared access names no buffer: its address is a "
@@ -747,7 +768,8 @@ class MemoryOp(MachineOp):
 
 @irdl_op_definition
 class LdOp(MemoryOp):
-    """Load a word: `simt.ld r5, global[r1 + 0] buffer 1`, `simt.ld r0, param[3]`.
+    """Load a word: `simt.ld r5, global[r1 + 0] buffer 1`, `simt.ld r0, param[3]`,
+    `simt.ld r3, spill[2]` (a reload).
 
     A global access is checked against the bounds of buffer N (the pointer
     parameter N it derives from); out of bounds traps."""
@@ -777,7 +799,8 @@ class LdOp(MemoryOp):
 
 @irdl_op_definition
 class StOp(MemoryOp):
-    """Store a word: `simt.st global[r1 + 0], r5 buffer 2`."""
+    """Store a word: `simt.st global[r1 + 0], r5 buffer 2`, `simt.st spill[2], r3`
+    (a spill)."""
 
     name = "simt.st"
     value = prop_def(RegAttr | IntAttr)
@@ -847,6 +870,8 @@ class AtomOp(MemoryOp):
             raise VerifyException("simt.atom takes a swap value exactly when it is a cas")
         if self.space.data == "param":
             raise VerifyException("the parameter area is read-only")
+        if self.space.data == "spill":
+            raise VerifyException("a lane's spill slots take only simt.ld and simt.st")
         _want(self, self.dst, False, "destination")
         if isinstance(self.value, RegAttr):
             _want(self, self.value, False, "value")
@@ -936,8 +961,12 @@ class KernelOp(IRDLOperation):
     """A kernel for the machine; its region's blocks are the machine blocks,
     in order (block 0 is the entry).
 
-        simt.kernel @k(ptr a, u32 n) lanes 4 mem_words 128
-            [max_blocks 32 max_ops 8] [regs 15 preds 8] { ... }
+        simt.kernel @k(ptr a, u32 n) lanes 4 mem_words 128 [shared_words 4]
+            [spill_words 2] [max_blocks 32 max_ops 8] [regs 15 [spilled 3] preds 8] { ... }
+
+    `spill_words` is the number of spill slots each thread has (`spill[0]` ..),
+    `spilled` the number of virtual registers that live in them; both are set
+    by `simt-allocate-registers` when a kernel needs more than `regs`.
     """
 
     name = "simt.kernel"
@@ -951,14 +980,20 @@ class KernelOp(IRDLOperation):
     regs = opt_prop_def(IntegerAttr[I64])
     preds = opt_prop_def(IntegerAttr[I64])
     shared_words = opt_prop_def(IntegerAttr[I64])
+    dynamic_shared = opt_prop_def(IntegerAttr[I64])
+    spill_words = opt_prop_def(IntegerAttr[I64])
+    spilled = opt_prop_def(IntegerAttr[I64])
     body = region_def()
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
     custom_directives = (Signature,)
     assembly_format = (
         "$sym_name custom<Signature>($param_names, $param_types) `lanes` $lanes "
         "`mem_words` $mem_words (`shared_words` $shared_words^)? "
+        "(`dynamic_shared` $dynamic_shared^)? "
+        "(`spill_words` $spill_words^)? "
         "(`max_blocks` $max_blocks^)? (`max_ops` $max_ops^)? "
-        "(`regs` $regs^)? (`preds` $preds^)? attr-dict-with-keyword $body")
+        "(`regs` $regs^)? (`spilled` $spilled^)? (`preds` $preds^)? "
+        "attr-dict-with-keyword $body")
 
     LIMIT_PROPS: ClassVar[tuple[str, ...]] = ("max_blocks", "max_ops", "regs", "preds")
 
@@ -983,15 +1018,24 @@ class KernelOp(IRDLOperation):
                                                   self.param_types.data, strict=True)]
 
     def pointer_params(self) -> list[int]:
-        return [i for i, (_, t) in enumerate(self.params) if t == "ptr"]
+        return [i for i, (_, t) in enumerate(self.params) if t in POINTER_TYPES]
+
+    def wide_params(self) -> list[int]:
+        """The 64-bit scalar parameters (their high words follow the bounds pairs)."""
+        return [i for i, (_, t) in enumerate(self.params) if t in WIDE_SCALARS]
 
     def bounds_word(self, param: int) -> int:
         """Word address of the bounds pair (base, size) of pointer parameter `param`."""
         return len(self.params) + 2 * self.pointer_params().index(param)
 
+    def high_word(self, param: int) -> int:
+        """Word address of the high word of 64-bit scalar parameter `param`."""
+        return len(self.params) + 2 * len(self.pointer_params()) + \
+            self.wide_params().index(param)
+
     @property
     def param_area_words(self) -> int:
-        return len(self.params) + 2 * len(self.pointer_params())
+        return len(self.params) + 2 * len(self.pointer_params()) + len(self.wide_params())
 
     def limit(self, name: str) -> int | None:
         attr = getattr(self, name)
@@ -1002,8 +1046,21 @@ class KernelOp(IRDLOperation):
 
     @property
     def shared_size(self) -> int:
-        """Words of `.shared` memory each CTA has."""
+        """Words of static `.shared` memory each CTA has."""
         return 0 if self.shared_words is None else self.shared_words.value.data
+
+    def shared_window(self, dynamic_bytes: int) -> int:
+        """Words of `.shared` memory per CTA for a launch with `dynamic_bytes`
+        of dynamic shared memory (the extern arrays start at word
+        `dynamic_shared`, after the static ones)."""
+        if self.dynamic_shared is None:
+            return self.shared_size
+        return max(self.shared_size, self.dynamic_shared.value.data + (dynamic_bytes + 3) // 4)
+
+    @property
+    def spill_size(self) -> int:
+        """Spill slots (words) each thread has."""
+        return 0 if self.spill_words is None else self.spill_words.value.data
 
     def machine_blocks(self) -> list[Block]:
         return list(self.body.blocks)
@@ -1014,8 +1071,7 @@ class KernelOp(IRDLOperation):
         if len(self.param_names.data) != len(self.param_types.data):
             raise VerifyException("param_names and param_types differ in length")
         for _, t in self.params:
-            if t not in ("ptr", "u32", "s32", "b32", "f32", "u16", "s16", "b16", "u8",
-                         "s8", "b8"):
+            if t not in PARAM_TYPES:
                 raise VerifyException(f"unknown parameter type '{t}'")
         if self.lanes.value.data != LANES:
             raise limit_error(self, f"kernel '{name}' asks for {self.lanes.value.data} lanes; "
@@ -1057,6 +1113,11 @@ class KernelOp(IRDLOperation):
                         raise VerifyException(f"{op.name}: param[{op.offset.value.data}] is "
                                               f"outside the parameter area "
                                               f"({self.param_area_words} words)")
+                    if op.space.data == "spill" and not \
+                            0 <= op.offset.value.data < self.spill_size:
+                        raise VerifyException(f"{op.name}: spill[{op.offset.value.data}] is "
+                                              f"outside the kernel's {self.spill_size} spill "
+                                              "slots (spill_words)")
         self._verify_registers(blocks)
 
     def _verify_registers(self, blocks: list[Block]) -> None:

@@ -37,12 +37,22 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from qgc import legalize as lg
 from qgc.dialects import ptx, simt
 from qgc.dialects.simt import GuardAttr, RegAttr
+from qgc.legalize import Emitter, Wide, to_i32
 
 INT32 = ("s32", "u32", "b32")
 WORD32 = ("s32", "u32", "b32", "f32")
 WIDE = ("s64", "u64", "b64")
+SUBWORD = ("s8", "u8", "b8", "s16", "u16", "b16")
+#: sub-word ops by how they read their sources: as the low bits (the result's
+#: low bits do not depend on the rest) or sign-extended
+_SUB_PLAIN = {"add": "add", "sub": "sub", "mul": "mul.lo", "and": "and", "or": "or",
+              "xor": "xor", "not": "not", "shl": "shl", "mov": "mov", "selp": "selp"}
+_SUB_BY_SIGN = {"shr": "shr", "min": "min", "max": "max", "div": "div", "rem": "rem"}
+#: results that stay within the width of their sources
+_FITS = {"and", "or", "xor", "shr.u", "selp", "mov", "min.u", "max.u", "div.u", "rem.u"}
 NO_DEST = {"st", "red", "bra", "brx", "ret", "exit", "bar", "barrier", "membar", "fence",
            "trap", "brkpt", "prefetch", "prefetchu", "call", "nanosleep", "pmevent"}
 #: Modifiers of ld/st/atom that change nothing on the machine (caching, scope, order).
@@ -63,26 +73,7 @@ def unsupported(op: Operation, what: str, reason: str = "") -> DiagnosticExcepti
                                f"supported by the machine{tail}")
 
 
-def _to_i32(value: int) -> int:
-    value &= 0xFFFF_FFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-@dataclass
-class Wide:
-    """What a 64-bit PTX register holds, narrowed: a pointer (word address in
-    `vreg`, into the buffer of pointer parameter `prov`) or an integer equal to
-    `ext(vreg) * scale` bytes. `stable`: `vreg` is written at one place only,
-    so another register may alias it."""
-
-    kind: str
-    vreg: RegAttr
-    prov: int | None = None
-    scale: int = 1
-    stable: bool = False
-
-    def same_shape(self, other: Wide) -> bool:
-        return (self.kind, self.prov, self.scale) == (other.kind, other.prov, other.scale)
+_to_i32 = to_i32
 
 
 @dataclass
@@ -106,6 +97,10 @@ class _Selector:
         self.may_alias = True
         self.shared: dict[str, int] = {}    # .shared variable -> byte offset in the window
         self.shared_bytes = 0
+        self.dynamic_shared: int | None = None  # byte offset of the extern shared arrays
+        self.units: dict[int, int] = {}     # pointer parameter -> bytes per machine word
+        self.high_words: dict[int, int] = {}  # 64-bit scalar parameter -> its high word
+        self.own_high: dict[str, RegAttr] = {}
 
     # ----------------------------------------------------------- registers
     def fresh(self, kind: str = "v") -> RegAttr:
@@ -124,6 +119,16 @@ class _Selector:
             self.own[name] = self.fresh()
         return self.own[name]
 
+    def own_hi(self, name: str) -> RegAttr:
+        """The virtual register holding the high word of a 64-bit integer."""
+        if name not in self.own_high:
+            self.own_high[name] = self.fresh()
+        return self.own_high[name]
+
+    def emitter(self, guard: GuardAttr | None, dst: str | None = None) -> Emitter:
+        avoid = (self.own_vreg(dst), self.own_hi(dst)) if dst else ()
+        return Emitter(self.fresh, guard, avoid)
+
     def bits(self, name: str) -> int:
         t = self.reg_types.get(name)
         return 1 if t == "pred" else ptx.TYPE_BITS.get(t, 0) if t else 0
@@ -134,9 +139,10 @@ class _Selector:
         items: list[ptx.LabelOp | ptx.InstOp] = []
         module = entry.parent_op()
         outer = list(module.body.ops) if isinstance(module, ptx.ModuleOp) else []
-        for op in outer + list(entry.body.ops):
-            if isinstance(op, ptx.VarOp) and op.space.data == "shared":
-                self._shared_var(op)
+        shared_vars = [op for op in outer + list(entry.body.ops)
+                       if isinstance(op, ptx.VarOp) and op.space.data == "shared"]
+        for op in sorted(shared_vars, key=lambda v: v.elements == 0):
+            self._shared_var(op)    # the dynamic (extern) ones after every static one
         for op in entry.body.ops:
             if isinstance(op, ptx.RegOp):
                 for name in op.names():
@@ -149,18 +155,22 @@ class _Selector:
         for inst in insts:
             for name in _dests(inst):
                 self.def_count[name] += 1
+        self._classify_params(insts)
         self.may_alias = not _has_backward_branch(items)
         pblocks = _basic_blocks(items)
         blocks = [Block() for _ in pblocks]
         by_label = {label: blocks[i] for i, pb in enumerate(pblocks) for label in pb.labels}
         exit_block: list[Block] = []
 
-        def fallthrough(i: int) -> Block:
-            if i + 1 < len(blocks):
-                return blocks[i + 1]
+        def exit_target() -> Block:
             if not exit_block:
                 exit_block.append(Block([simt.ExitOp()]))
             return exit_block[0]
+
+        def fallthrough(i: int) -> Block:
+            return blocks[i + 1] if i + 1 < len(blocks) else exit_target()
+
+        self.exit_target = exit_target
 
         for i, (pb, block) in enumerate(zip(pblocks, blocks, strict=True)):
             body = pb.insts
@@ -177,6 +187,7 @@ class _Selector:
                 term = simt.ExitOp()
             block.add_op(term)
         blocks += exit_block
+        _sweep_dead_ops(blocks)
         if pblocks and any(isinstance(t, simt.NextOp | simt.BranchOp) and
                            blocks[0] in t.successors
                            for b in blocks for t in [b.last_op]):
@@ -186,18 +197,52 @@ class _Selector:
         kernel = simt.KernelOp(entry.kernel_name, self.params, blocks, self.mem_words)
         if self.shared_bytes:
             kernel.properties["shared_words"] = IntegerAttr((self.shared_bytes + 3) // 4, 64)
+        if self.dynamic_shared is not None:
+            kernel.properties["dynamic_shared"] = IntegerAttr(self.dynamic_shared // 4, 64)
         kernel.location = entry.location
         return kernel
 
     def _shared_var(self, op: ptx.VarOp) -> None:
         """Lay a `.shared` variable out in the CTA's shared window (byte offsets)."""
         name = op.sym_name.data
-        if op.elements == 0:
-            raise unsupported(op, ".extern .shared", f"dynamic shared memory '{name}'")
         align = max(4, op.align.value.data if op.align is not None else 4)
         start = -(-self.shared_bytes // align) * align
         self.shared[name] = start
+        if op.elements == 0:    # sized by the launch: every extern array starts here
+            self.dynamic_shared = start
+            return
         self.shared_bytes = start + op.size_bytes
+
+    def _classify_params(self, insts: list[ptx.InstOp]) -> None:
+        """A 64-bit parameter is a pointer when its value is converted by
+        `cvta` or used as an address, else a 64-bit scalar; a pointer's
+        buffer is word-addressed unless every access is 1 or 2 bytes wide
+        (then one element per word: `ptr8`, `ptr16`)."""
+        wide = {name: i for i, (name, t) in enumerate(self.params) if t == "ptr"}
+        pointers, sizes = _pointer_uses(insts, wide)
+        for name, i in wide.items():
+            if i not in pointers and self._loaded(insts, name):
+                self.params[i] = (name, "u64")
+                continue
+            widths = sizes.get(i, set())
+            if len(widths - {4, 8}) and len(widths) > 1:
+                listed = " and ".join(f"{8 * w}-bit" for w in sorted(widths))
+                raise DiagnosticException(
+                    f"{ptx.location_prefix(self.entry)}error: buffer '{name}' is accessed "
+                    f"with {listed} elements, which the machine does not mix in one buffer")
+            unit = min(widths, default=4)
+            self.params[i] = (name, {1: "ptr8", 2: "ptr16"}.get(unit, "ptr"))
+        self.units = {i: simt.POINTER_TYPES[t] for i, (_, t) in enumerate(self.params)
+                      if t in simt.POINTER_TYPES}
+        wide_scalars = [i for i, (_, t) in enumerate(self.params) if t in simt.WIDE_SCALARS]
+        first = len(self.params) + 2 * len(self.units)
+        self.high_words = {i: first + k for k, i in enumerate(wide_scalars)}
+
+    @staticmethod
+    def _loaded(insts: list[ptx.InstOp], name: str) -> bool:
+        return any(inst.op.base == "ld" and any(
+            isinstance(a, ptx.Addr) and isinstance(a.base, ptx.Sym) and a.base.name == name
+            for a in inst.operands_decoded) for inst in insts)
 
     def _param(self, op: ptx.ParamOp) -> None:
         name, ptype = op.param_name.data, op.type.data
@@ -229,9 +274,9 @@ class _Selector:
                                   "of the CTA, barrier 0)")
             term: Operation = simt.BarrierOp(fallthrough())
         elif base in ("ret", "exit"):
-            if guard is not None:
-                raise unsupported(inst, inst.opcode.data, "a guarded return")
-            term = simt.ExitOp()
+            # a guarded return sends its lanes to an exit block, the rest on
+            term = simt.ExitOp() if guard is None else \
+                simt.BranchOp(guard, self.exit_target(), fallthrough())
         else:
             if inst.opcode.data not in ("bra", "bra.uni"):
                 raise unsupported(inst, inst.opcode.data)
@@ -274,6 +319,11 @@ class _Selector:
         if base == "cvt" and len(opc.types) == 2 and opc.types[0] in INT32 and \
                 opc.types[1] in WIDE and not mods:
             return self.narrow(inst, guard)
+        if t in SUBWORD or base == "cvt" and set(opc.types) & set(SUBWORD) or \
+                base == "mul" and mods == ("wide",) and t in ("s16", "u16"):
+            return self.subword(inst, guard)
+        if base == "setp":
+            return self.setp(inst, guard)
         if t in WIDE or (base == "mul" and "wide" in mods) or \
                 (base == "cvt" and opc.types and opc.types[0] in WIDE):
             return self.wide_op(inst, guard)
@@ -302,6 +352,79 @@ class _Selector:
         pre = []
         srcs = [self.src32(inst, a, pre) for a in args[1:]]
         return pre + [simt.AluOp(machine, d, srcs, guard)]
+
+    # ------------------------------------------------------ sub-word values
+    def subword(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """8- and 16-bit arithmetic, compares, conversions and widening
+        multiplies on registers that hold their value zero-extended (a signed
+        value written to a wider register is sign-extended first, as PTX does)."""
+        opc, args = inst.op, inst.operands_decoded
+        base, mods, t = opc.base, opc.modifiers, opc.type or ""
+        e = Emitter(self.fresh, guard)
+        if base == "cvt" and len(opc.types) == 2 and not mods:
+            dt, at = opc.types
+            signed = at[0] == "s"
+            self.put_sub(inst, e, args[0], dt, self.get_sub(inst, e, args[1], at, signed),
+                         None if signed else at)
+            return e.ops
+        if base == "mul" and mods == ("wide",):
+            a, b = (self.get_sub(inst, e, x, t, t[0] == "s") for x in args[1:])
+            self.put_sub(inst, e, args[0], "s32", e.alu("mul.lo", [a, b]), "s32")
+            return e.ops
+        if base == "setp" and len(mods) == 1 and len(args) == 3:
+            table = _SETP_SIGNED if t[0] == "s" else _SETP_UNSIGNED
+            p = args[0]
+            if mods[0] not in table or not isinstance(p, ptx.Reg) or self.bits(p.name) != 1:
+                raise unsupported(inst, inst.opcode.data)
+            a, b = (self.get_sub(inst, e, x, t, t[0] == "s") for x in args[1:])
+            e.ops.append(simt.SetpOp(table[mods[0]], self.vreg(p.name), a, b, guard))
+            return e.ops
+        sign = ("s" if t[0] == "s" else "u") if base in _SUB_BY_SIGN else None
+        machine = _SUB_PLAIN.get(base) or (f"{_SUB_BY_SIGN[base]}.{sign}" if sign else None)
+        if machine is None or mods not in ((), ("lo",)) or (mods and base != "mul") or \
+                machine not in simt.ALU_ARITY or \
+                len(args) != simt.ALU_ARITY[machine] + 1:
+            raise unsupported(inst, inst.opcode.data)
+        srcs = [self.vreg(a.name) if machine == "selp" and i == 2 and isinstance(a, ptx.Reg)
+                else self.get_sub(inst, e, a, t, sign == "s" and i < 1 + (base != "shr"))
+                for i, a in enumerate(args[1:])]
+        value = e.alu(machine, srcs)
+        self.put_sub(inst, e, args[0], t, value, t if machine in _FITS else None)
+        return e.ops
+
+    def get_sub(self, inst: ptx.InstOp, e: Emitter, operand: ptx.Operand, t: str,
+                signed: bool) -> lg.Src:
+        """A source read as a `t`-wide value, sign-extended to 32 bits if asked."""
+        bits = ptx.TYPE_BITS[t]
+        if isinstance(operand, ptx.Imm) and not operand.is_float:
+            value = operand.value & ((1 << bits) - 1)
+            return _to_i32(value - (1 << bits) if signed and value >> (bits - 1) else value)
+        if not isinstance(operand, ptx.Reg) or operand.negated or \
+                self.bits(operand.name) not in (8, 16, 32):
+            raise unsupported(inst, inst.opcode.data, _why_not_32(operand, self))
+        if operand.name in SPECIAL_NAMES:
+            raise unsupported(inst, inst.opcode.data, f"special register {operand.name}")
+        reg = self.vreg(operand.name)
+        if bits >= 32:
+            return reg
+        if signed:
+            return e.alu("bfe.s", [reg, 0, bits])
+        return reg if self.bits(operand.name) <= bits else e.alu("and", [reg, (1 << bits) - 1])
+
+    def put_sub(self, inst: ptx.InstOp, e: Emitter, operand: ptx.Operand, t: str,
+                value: lg.Src, fits: str | None) -> None:
+        """Write a `t`-wide result (computed in 32 bits; `fits`: already within
+        that type's width) to a register of its width or wider."""
+        if not isinstance(operand, ptx.Reg) or self.bits(operand.name) not in (8, 16, 32):
+            raise unsupported(inst, inst.opcode.data, _why_not_32(operand, self))
+        width, bits = self.bits(operand.name), ptx.TYPE_BITS[t]
+        if bits < width and t[0] == "s":
+            value = e.alu("bfe.s", [value, 0, bits])
+            bits = 32
+        keep = min(width, bits)
+        if keep < 32 and (fits is None or ptx.TYPE_BITS[fits] > keep):
+            value = e.alu("and", [value, (1 << keep) - 1])
+        e.assign(self.vreg(operand.name), value)
 
     # 32-bit operands
     def dst32(self, inst: ptx.InstOp, operand: ptx.Operand) -> RegAttr:
@@ -395,6 +518,8 @@ class _Selector:
     def setp(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         opc = inst.op
         args = inst.operands_decoded
+        if opc.type in WIDE:
+            return self.setp64(inst, guard)
         table = _SETP_SIGNED if opc.type == "s32" else _SETP_UNSIGNED
         if opc.type not in INT32 or len(opc.modifiers) != 1 or len(args) != 3 or \
                 opc.modifiers[0] not in table or \
@@ -407,6 +532,29 @@ class _Selector:
         a, b = self.src32(inst, args[1], pre), self.src32(inst, args[2], pre)
         return pre + [simt.SetpOp(table[opc.modifiers[0]], self.vreg(p.name), a, b, guard)]
 
+    def setp64(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """A 64-bit compare of integers (by words), or of two pointers into
+        one buffer (by word addresses)."""
+        opc, args = inst.op, inst.operands_decoded
+        table = _SETP_SIGNED if opc.type == "s64" else _SETP_UNSIGNED
+        p = args[0]
+        if len(opc.modifiers) != 1 or opc.modifiers[0] not in table or len(args) != 3 or \
+                not isinstance(p, ptx.Reg) or self.bits(p.name) != 1:
+            raise unsupported(inst, inst.opcode.data)
+        cond, dst = table[opc.modifiers[0]], self.vreg(p.name)
+        kinds = {self.wide[a.name].kind for a in args[1:]
+                 if isinstance(a, ptx.Reg) and a.name in self.wide}
+        e = Emitter(self.fresh, guard)
+        if kinds == {"ptr"} and all(isinstance(a, ptx.Reg) for a in args[1:]):
+            a, b = (self.wide_src(inst, x) for x in args[1:])
+            if a.prov != b.prov:
+                raise unsupported(inst, inst.opcode.data, "a compare of pointers into "
+                                  "different buffers")
+            return [simt.SetpOp(cond.replace(".s", ".u"), dst, a.vreg, b.vreg, guard)]
+        a, b = (self.pair_of(inst, e, x) for x in args[1:])
+        lg.compare_pairs(e, cond, a, b, dst)
+        return e.ops
+
     # ------------------------------------------------------------- memory
     def memory(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         opc = inst.op
@@ -418,7 +566,8 @@ class _Selector:
         if space == "shared":
             return self.shared_memory(inst, guard, rest)
         if base == "atom":
-            if space != "global" or len(rest) < 1 or _atom_op(rest[0], t) is None \
+            if space != "global" or len(rest) < 1 or \
+                    _atom_op(rest[0], t) is None and (rest[0], t) != ("add", "u64") \
                     or len(args) != (4 if rest[0] == "cas" else 3) \
                     or not _harmless(rest[1:]):
                 raise unsupported(inst, inst.opcode.data)
@@ -426,9 +575,6 @@ class _Selector:
             raise unsupported(inst, inst.opcode.data)
         if base == "ld" and space == "param":
             return self.ld_param(inst, guard)
-        if t not in WORD32:
-            raise unsupported(inst, inst.opcode.data, f"{ptx.TYPE_BITS.get(t or '', 0)}-bit "
-                              "data accesses")
         addr = args[1] if base in ("ld", "atom") else args[0]
         if not isinstance(addr, ptx.Addr) or not isinstance(addr.base, ptx.Reg):
             raise unsupported(inst, inst.opcode.data, "an address that is not a pointer "
@@ -437,11 +583,19 @@ class _Selector:
         if ptr.kind != "ptr":
             raise unsupported(inst, inst.opcode.data, "an address that does not derive from "
                               "a pointer parameter")
-        if addr.offset % 4:
-            raise unsupported(inst, inst.opcode.data, f"a byte offset ({addr.offset}) that is "
-                              "not a multiple of 4")
         assert ptr.prov is not None
-        words = addr.offset // 4
+        unit = self.units.get(ptr.prov, 4)
+        if addr.offset % unit:
+            raise unsupported(inst, inst.opcode.data, f"a byte offset ({addr.offset}) that is "
+                              f"not a multiple of {unit}")
+        words = addr.offset // unit
+        if t in WIDE:
+            return self.memory64(inst, guard, ptr, words, rest)
+        if t in SUBWORD and base in ("ld", "st"):
+            return self.memory_sub(inst, guard, ptr, words)
+        if t not in WORD32:
+            raise unsupported(inst, inst.opcode.data, f"{ptx.TYPE_BITS.get(t or '', 0)}-bit "
+                              "data accesses")
         pre: list[Operation] = []
         if base == "ld":
             return [simt.LdOp(self.dst32(inst, args[0]), "global", ptr.vreg, words, ptr.prov,
@@ -455,6 +609,51 @@ class _Selector:
         assert op is not None
         return pre + [simt.AtomOp(op, self.dst32(inst, args[0]), "global", ptr.vreg, words,
                                   value, ptr.prov, guard, swap)]
+
+    def memory64(self, inst: ptx.InstOp, guard: GuardAttr | None, ptr: Wide, words: int,
+                 rest: list[str]) -> list[Operation]:
+        """64-bit global accesses as two words, low first; `atom.add.u64` adds
+        the low words, then the high words with each lane's carry (lanes in
+        order, so the carries are those of the running sum)."""
+        base, args = inst.op.base, inst.operands_decoded
+        buf = ptr.prov
+        dst = args[0] if base != "st" else None
+        e = self.emitter(guard, dst.name if isinstance(dst, ptx.Reg) else None)
+        if base == "st":
+            lo, hi = self.pair_of(inst, e, args[1])
+            e.ops += [simt.StOp("global", ptr.vreg, words, lo, buf, guard),
+                      simt.StOp("global", ptr.vreg, words + 1, hi, buf, guard)]
+            return e.ops
+        if not isinstance(dst, ptx.Reg) or self.bits(dst.name) != 64:
+            raise unsupported(inst, inst.opcode.data)
+        lo, hi = e.temp(), e.temp()
+        if base == "ld":
+            e.ops += [simt.LdOp(lo, "global", ptr.vreg, words, buf, guard),
+                      simt.LdOp(hi, "global", ptr.vreg, words + 1, buf, guard)]
+            return self.set_int(inst, e, (lo, hi))
+        if rest[:1] != ["add"] or inst.op.type != "u64":
+            raise unsupported(inst, inst.opcode.data, "64-bit atomics other than add.u64")
+        v_lo, v_hi = self.pair_of(inst, e, args[2])
+        e.ops.append(simt.AtomOp("add", lo, "global", ptr.vreg, words, v_lo, buf, guard))
+        _, carry = e.add_carry(lo, v_lo)
+        e.ops.append(simt.AtomOp("add", hi, "global", ptr.vreg, words + 1,
+                                 e.alu("add", [v_hi, carry]), buf, guard))
+        return self.set_int(inst, e, (lo, hi))
+
+    def memory_sub(self, inst: ptx.InstOp, guard: GuardAttr | None, ptr: Wide,
+                   words: int) -> list[Operation]:
+        """A byte or halfword access: one element per word of its buffer (the
+        word holds it zero-extended; a store keeps only the element's bits)."""
+        t, args = inst.op.type or "", inst.operands_decoded
+        e = Emitter(self.fresh, guard)
+        if inst.op.base == "st":
+            value = self.get_sub(inst, e, args[1], t, False)
+            e.ops.append(simt.StOp("global", ptr.vreg, words, value, ptr.prov, guard))
+            return e.ops
+        word = e.temp()
+        e.ops.append(simt.LdOp(word, "global", ptr.vreg, words, ptr.prov, guard))
+        self.put_sub(inst, e, args[0], t, word, None if t[0] == "s" else t)
+        return e.ops
 
     def shared_memory(self, inst: ptx.InstOp, guard: GuardAttr | None,
                       rest: list[str]) -> list[Operation]:
@@ -508,12 +707,18 @@ class _Selector:
         bits = ptx.TYPE_BITS.get(inst.op.type or "", 0)
         if not isinstance(dst, ptx.Reg):
             raise unsupported(inst, inst.opcode.data)
-        if mtype == "ptr" and bits == 64 and self.bits(dst.name) == 64:
+        if mtype in simt.POINTER_TYPES and bits == 64 and self.bits(dst.name) == 64:
             v = self.own_vreg(dst.name)
             self.define_wide(inst, dst.name, Wide("ptr", v, prov=index,
                                                   stable=self.def_count[dst.name] == 1))
             return [simt.LdOp(v, "param", None, index, None, guard)]
-        if mtype != "ptr" and bits == 32 and ptx.TYPE_BITS.get(mtype) == 32:
+        if mtype in simt.WIDE_SCALARS and bits == 64 and self.bits(dst.name) == 64:
+            e = self.emitter(guard, dst.name)
+            lo, hi = e.temp(), e.temp()
+            e.ops += [simt.LdOp(lo, "param", None, index, None),
+                      simt.LdOp(hi, "param", None, self.high_words[index], None)]
+            return self.set_int(inst, e, (lo, hi))
+        if mtype not in simt.POINTER_TYPES and bits == 32 and ptx.TYPE_BITS.get(mtype) == 32:
             return [simt.LdOp(self.dst32(inst, dst), "param", None, index, None, guard)]
         raise unsupported(inst, inst.opcode.data, f"{bits}-bit parameter loads" if bits != 32
                           else "a 32-bit load of a 64-bit parameter")
@@ -538,30 +743,76 @@ class _Selector:
         dst = inst.operands_decoded[0]
         if not isinstance(dst, ptx.Reg) or self.bits(dst.name) != 64:
             raise unsupported(inst, inst.opcode.data)
+        new = lg.replace(src, scale=src.scale if scale is None else scale)
+        if new.kind == "int":
+            e = self.emitter(guard, dst.name)
+            if not lg.valid_scale(new.scale):   # multiply out: x·s·f as pairs
+                factor = lg.const_pair(new.scale // src.scale)
+                return self.set_int(inst, e, lg.mul_pairs(e, lg.materialize(e, src), factor))
+            return self.set_int(inst, e, new)
         name = dst.name
-        new = Wide(src.kind, src.vreg, src.prov, src.scale if scale is None else scale,
-                   src.stable)
         if self.may_alias and guard is None and src.stable and self.def_count[name] == 1:
             self.define_wide(inst, name, new)
             return []
         own = self.own_vreg(name)
-        single = self.def_count[name] == 1
-        if new.kind == "ptr":
-            self.define_wide(inst, name, Wide("ptr", own, new.prov, stable=single))
-            return [simt.AluOp("mov", own, [new.vreg], guard)]
-        if new.scale % 4:  # keep the byte scale; a later pointer add may refuse it
-            self.define_wide(inst, name, Wide("int", own, scale=new.scale, stable=single))
-            return [simt.AluOp("mov", own, [new.vreg], guard)]
-        self.define_wide(inst, name, Wide("int", own, scale=4, stable=single))
-        k = new.scale // 4
-        return [simt.AluOp("mov", own, [new.vreg], guard) if k == 1 else
-                simt.AluOp("mul.lo", own, [new.vreg, k], guard)]
+        self.define_wide(inst, name, lg.replace(new, vreg=own,
+                                                 stable=self.def_count[name] == 1))
+        return [simt.AluOp("mov", own, [new.vreg], guard)]
 
-    def int_view_of32(self, inst: ptx.InstOp, operand: ptx.Operand) -> Wide:
+    def set_int(self, inst: ptx.InstOp, e: Emitter, value: Wide | tuple[lg.Src, lg.Src],
+                pair_scale: int = 1) -> list[Operation]:
+        """Define a 64-bit integer register from a view or a pair. A view of
+        a register written once costs no op; otherwise the value goes to the
+        register's own two words (a register written at several places keeps
+        the scale of its first definition, so all of them agree)."""
+        dst = inst.operands_decoded[0]
+        assert isinstance(dst, ptx.Reg)
+        name, single = dst.name, self.def_count[dst.name] == 1
+        if isinstance(value, Wide) and single and (not value.is_pair or value.stable):
+            if self.may_alias and e.guard is None and value.stable:
+                self.define_wide(inst, name, value)
+                return e.ops
+            if not value.is_pair:
+                own = self.own_vreg(name)
+                e.assign(own, value.vreg)
+                self.define_wide(inst, name, lg.replace(value, vreg=own, stable=True))
+                return e.ops
+        if not isinstance(value, Wide):     # x = hi:lo, the value x * pair_scale
+            lo, hi = value
+            if isinstance(lo, int):
+                lo = e.alu("mov", [lo], e.temp())
+            value = Wide("int", lo, scale=pair_scale, hi=hi)
+        old = self.wide.get(name)
+        scale = old.scale if old is not None and old.kind == "int" else \
+            value.scale if value.scale < 1 << 31 else 1
+        if value.scale % scale:
+            raise unsupported(inst, inst.opcode.data, f"'{name}' holds 64-bit values of "
+                              "different scales")
+        lo, hi = lg.unscaled(e, value, scale)
+        own_lo, own_hi = self.own_vreg(name), self.own_hi(name)
+        e.assign(own_lo, lo)
+        e.assign(own_hi, hi)
+        self.define_wide(inst, name, Wide("int", own_lo, scale=scale, stable=single, hi=own_hi))
+        return e.ops
+
+    def int_view_of32(self, inst: ptx.InstOp, operand: ptx.Operand,
+                      signed: bool = False) -> Wide:
         if not isinstance(operand, ptx.Reg) or self.bits(operand.name) != 32:
             raise unsupported(inst, inst.opcode.data, _why_not_32(operand, self))
         return Wide("int", self.vreg(operand.name), scale=1,
-                    stable=self.def_count[operand.name] == 1)
+                    stable=self.def_count[operand.name] == 1,
+                    hi="sext" if signed else "zext")
+
+    def pair_of(self, inst: ptx.InstOp, e: Emitter, operand: ptx.Operand) -> tuple[lg.Src,
+                                                                                   lg.Src]:
+        """A 64-bit integer operand as (low, high) words."""
+        if isinstance(operand, ptx.Imm) and not operand.is_float:
+            return lg.const_pair(operand.value)
+        w = self.wide_src(inst, operand)
+        if w.kind != "int":
+            what = "pointer" if w.kind == "ptr" else "shared address"
+            raise unsupported(inst, inst.opcode.data, f"a {what} as a 64-bit integer")
+        return lg.materialize(e, w)
 
     def wide_op(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         opc = inst.op
@@ -576,34 +827,117 @@ class _Selector:
                                                       stable=self.def_count[args[0].name] == 1))
             return [simt.AluOp("mov", own, [self.shared[args[1].name]], guard)]
         if base == "mul" and mods == ("wide",) and t in ("s32", "u32"):
-            reg, imm = (args[1], args[2]) if isinstance(args[2], ptx.Imm) else (args[2], args[1])
-            if isinstance(imm, ptx.Imm) and not imm.is_float and imm.value > 0:
-                return self.view(inst, guard, self.int_view_of32(inst, reg), imm.value)
+            return self.mul_wide(inst, guard)
         if base == "cvt" and len(opc.types) == 2 and opc.types[1] in ("s32", "u32") and \
                 not mods:
-            return self.view(inst, guard, self.int_view_of32(inst, args[1]), 1)
+            return self.view(inst, guard, self.int_view_of32(inst, args[1],
+                                                             opc.types[1] == "s32"), 1)
         if base in ("shl", "mul") and mods in ((), ("lo",)) and (base == "shl") == (not mods) \
-                and isinstance(args[2], ptx.Imm) and args[2].value > 0:
+                and isinstance(args[2], ptx.Imm) and args[2].value >= (base == "mul"):
             src = self.wide_src(inst, args[1])
             if src.kind == "int":
                 factor = 1 << args[2].value if base == "shl" else args[2].value
-                if factor < 1 << 20:
-                    return self.view(inst, guard, src, src.scale * factor)
+                return self.view(inst, guard, src, src.scale * factor)
         if base in ("add", "sub") and not mods:
             return self.wide_add(inst, guard)
+        if t in WIDE and isinstance(args[0], ptx.Reg) and self.bits(args[0].name) == 64:
+            return self.int64(inst, guard)
+        if base in ("popc", "clz") and not mods and t == "b64":
+            d = self.dst32(inst, args[0])
+            e = Emitter(self.fresh, guard, (d,))
+            e.assign(d, lg.count_pair(e, base, self.pair_of(inst, e, args[1])))
+            return e.ops
         syms = [a.name for a in args if isinstance(a, ptx.Sym)]
         raise unsupported(inst, inst.opcode.data, f"the address of '{syms[0]}'" if syms else "")
 
+    def mul_wide(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """`mul.wide.{s,u}32`: by a constant a view, of two registers a pair."""
+        args, signed = inst.operands_decoded, inst.op.type == "s32"
+        reg, imm = (args[1], args[2]) if isinstance(args[2], ptx.Imm) else (args[2], args[1])
+        if isinstance(imm, ptx.Imm) and not imm.is_float and 0 < imm.value < 1 << 31:
+            return self.view(inst, guard, self.int_view_of32(inst, reg, signed), imm.value)
+        e = self.emitter(guard, args[0].name)
+        pre: list[Operation] = []
+        a, b = self.src32(inst, args[1], pre), self.src32(inst, args[2], pre)
+        e.ops += pre
+        lo = e.alu("mul.lo", [a, b])
+        return self.set_int(inst, e, (lo, e.alu("mul.hi.s" if signed else "mul.hi.u", [a, b])))
+
+    def int64(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """Integer 64-bit arithmetic and logic on register pairs."""
+        opc, args = inst.op, inst.operands_decoded
+        base, mods = opc.base, opc.modifiers
+        e = self.emitter(guard, args[0].name)
+        srcs = args[1:]
+        if base == "mov" and not mods and len(srcs) == 1:
+            return self.set_int(inst, e, self.pair_of(inst, e, srcs[0]))
+        if base == "mul" and mods == ("lo",):
+            a, b = (self.pair_of(inst, e, x) for x in srcs)
+            return self.set_int(inst, e, lg.mul_pairs(e, a, b))
+        if base == "mul" and mods == ("hi",):
+            a, b = (self.pair_of(inst, e, x) for x in srcs)
+            high = lg.mul_hi_pairs if opc.type != "s64" else lg.mul_hi_signed
+            return self.set_int(inst, e, high(e, a, b))
+        if base in ("min", "max") and not mods and opc.type in ("s64", "u64"):
+            a, b = (self.pair_of(inst, e, x) for x in srcs)
+            return self.set_int(inst, e, lg.minmax_pairs(e, f"{base}.{opc.type[0]}", a, b))
+        if base == "abs" and not mods and opc.type == "s64":
+            return self.set_int(inst, e, lg.abs_pair(e, self.pair_of(inst, e, srcs[0])))
+        if base == "brev" and not mods:
+            lo, hi = self.pair_of(inst, e, srcs[0])
+            return self.set_int(inst, e, (e.alu("brev", [hi]), e.alu("brev", [lo])))
+        if base in ("shl", "shr") and not mods and len(srcs) == 2 and \
+                not isinstance(srcs[1], ptx.Imm):
+            pre: list[Operation] = []
+            amount = self.src32(inst, srcs[1], pre)
+            e.ops += pre
+            how = "shl" if base == "shl" else "shr.s" if opc.type == "s64" else "shr.u"
+            return self.set_int(inst, e, lg.shift_pair_by(e, how, self.pair_of(inst, e, srcs[0]),
+                                                          amount))
+        if base in ("and", "or", "xor") and not mods and len(srcs) == 2:
+            a, b = (self.pair_of(inst, e, x) for x in srcs)
+            return self.set_int(inst, e, (e.alu(base, [a[0], b[0]]), e.alu(base, [a[1], b[1]])))
+        if base == "not" and not mods:
+            a = self.pair_of(inst, e, srcs[0])
+            return self.set_int(inst, e, (e.alu("not", [a[0]]), e.alu("not", [a[1]])))
+        if base == "neg" and not mods:
+            return self.set_int(inst, e, lg.add_pairs(e, (0, 0), self.pair_of(inst, e, srcs[0]),
+                                                      sub=True))
+        if base == "shr" and not mods and isinstance(srcs[1], ptx.Imm):
+            a = self.pair_of(inst, e, srcs[0])
+            return self.set_int(inst, e, lg.shift_pair(
+                e, "shr.s" if opc.type == "s64" else "shr.u", a, srcs[1].value))
+        if base == "bfi" and not mods and all(isinstance(x, ptx.Imm) for x in srcs[2:]):
+            return self.bfi64(inst, e)
+        if base == "selp" and not mods and isinstance(srcs[2], ptx.Reg) and \
+                self.bits(srcs[2].name) == 1:
+            a, b = (self.pair_of(inst, e, x) for x in srcs[:2])
+            p = self.vreg(srcs[2].name)
+            return self.set_int(inst, e, (e.alu("selp", [a[0], b[0], p]),
+                                          e.alu("selp", [a[1], b[1], p])))
+        raise unsupported(inst, inst.opcode.data)
+
+    def bfi64(self, inst: ptx.InstOp, e: Emitter) -> list[Operation]:
+        """`bfi.b64 d, a, b, pos, len` with a constant field inside one word."""
+        _, a_op, b_op, pos_op, len_op = inst.operands_decoded
+        pos, length = pos_op.value, len_op.value
+        a, b = self.pair_of(inst, e, a_op), self.pair_of(inst, e, b_op)
+        word, at = divmod(pos, 32)
+        if word > 1 or at + length > 32 or length == 0:
+            raise unsupported(inst, inst.opcode.data, "a field that crosses a word")
+        field = a[0] if length == 32 else e.alu("bfi", [a[0], b[word], at, length])
+        return self.set_int(inst, e, (field, b[1]) if word == 0 else (b[0], field))
+
     def narrow(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
-        """`cvt.u32.u64 d, x` of an integer view ext(v)·scale: the low word v·scale."""
+        """`cvt.u32.u64 d, x`: the low word of the 64-bit integer x."""
         dst, src = inst.operands_decoded
         wide = self.wide_src(inst, src)
         if wide.kind != "int":
             raise unsupported(inst, inst.opcode.data, "a pointer converted to 32 bits")
         d = self.dst32(inst, dst)
-        if wide.scale == 1:
-            return [simt.AluOp("mov", d, [wide.vreg], guard)]
-        return [simt.AluOp("mul.lo", d, [wide.vreg, wide.scale], guard)]
+        e = Emitter(self.fresh, guard, (d,))
+        e.assign(d, lg.materialize(e, wide)[0])
+        return e.ops
 
     def shared_add(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         """A shared-window byte address plus (or minus) a byte offset, in 32 bits."""
@@ -634,46 +968,153 @@ class _Selector:
         dst, a_op, b_op = inst.operands_decoded
         if not isinstance(dst, ptx.Reg) or self.bits(dst.name) != 64:
             raise unsupported(inst, inst.opcode.data)
+        if isinstance(a_op, ptx.Imm):       # a constant minuend: integers only
+            e = self.emitter(guard, dst.name)
+            pa, pb = self.pair_of(inst, e, a_op), self.pair_of(inst, e, b_op)
+            return self.set_int(inst, e, lg.add_pairs(e, pa, pb, base == "sub"))
         a = self.wide_src(inst, a_op)
         b_wide = self.wide.get(b_op.name) if isinstance(b_op, ptx.Reg) else None
         if "shared" in (a.kind, b_wide and b_wide.kind):
             return self.shared_add(inst, guard)
-        if isinstance(b_op, ptx.Imm) and not b_op.is_float:
-            if a.kind != "ptr" or b_op.value % 4:
-                raise unsupported(inst, inst.opcode.data, "a 64-bit constant offset that is "
-                                  "not a multiple of 4 bytes from a pointer")
-            words = b_op.value // 4 * (1 if base == "add" else -1)
-            if words == 0:
-                return self.view(inst, guard, a)
-            own = self.own_vreg(dst.name)
-            self.define_wide(inst, dst.name, Wide("ptr", own, a.prov,
-                                                  stable=self.def_count[dst.name] == 1))
-            return [simt.AluOp("add", own, [a.vreg, _to_i32(words)], guard)]
-        b = self.wide_src(inst, b_op)
-        if base == "add" and a.kind == "int" and b.kind == "ptr":
-            a, b = b, a
-        pre: list[Operation] = []
+        if base == "add" and a.kind == "int" and b_wide is not None and b_wide.kind == "ptr":
+            a, b_wide = b_wide, a
+        if a.kind == "ptr":
+            return self.pointer_add(inst, guard, a, b_op if b_wide is None else b_wide)
+        if b_wide is not None and b_wide.kind != "int":
+            raise unsupported(inst, inst.opcode.data, "64-bit arithmetic other than a pointer "
+                              "plus an offset")
+        e = self.emitter(guard, dst.name)
+        sub = base == "sub"
+        if b_wide is not None and a.scale == b_wide.scale and a.scale < 1 << 31:
+            pa, pb = lg.unscaled(e, a, a.scale), lg.unscaled(e, b_wide, a.scale)
+            return self.set_int(inst, e, lg.add_pairs(e, pa, pb, sub), a.scale)
+        pa = lg.materialize(e, a)
+        pb = self.pair_of(inst, e, b_op)
+        return self.set_int(inst, e, lg.add_pairs(e, pa, pb, sub))
+
+    def pointer_add(self, inst: ptx.InstOp, guard: GuardAttr | None, ptr: Wide,
+                    offset: ptx.Operand | Wide) -> list[Operation]:
+        """A pointer plus (or minus) a constant or an integer byte offset, in
+        words of the pointer's buffer."""
+        base = inst.op.base
+        dst = inst.operands_decoded[0]
+        assert ptr.prov is not None
+        unit = self.units.get(ptr.prov, 4)
         own = self.own_vreg(dst.name)
         single = self.def_count[dst.name] == 1
-        if a.kind == "ptr" and b.kind == "int":
-            if b.scale % 4:
-                raise unsupported(inst, inst.opcode.data, _not_words(b.scale))
-            offset = b.vreg
-            if b.scale != 4:
-                offset = self.fresh()
-                pre.append(simt.AluOp("mul.lo", offset, [b.vreg, b.scale // 4], guard))
-            self.define_wide(inst, dst.name, Wide("ptr", own, a.prov, stable=single))
-            return pre + [simt.AluOp(base, own, [a.vreg, offset], guard)]
-        if a.kind == "int" and b.kind == "int" and a.scale == b.scale:
-            self.define_wide(inst, dst.name, Wide("int", own, scale=a.scale, stable=single))
-            return [simt.AluOp(base, own, [a.vreg, b.vreg], guard)]
-        raise unsupported(inst, inst.opcode.data, "64-bit arithmetic other than a pointer "
-                          "plus an offset")
+        if isinstance(offset, ptx.Imm) and not offset.is_float:
+            if offset.value % unit:
+                raise unsupported(inst, inst.opcode.data, f"a 64-bit constant offset that is "
+                                  f"not a multiple of {unit} bytes from a pointer")
+            words = offset.value // unit * (1 if base == "add" else -1)
+            if words == 0:
+                return self.view(inst, guard, ptr)
+            self.define_wide(inst, dst.name, Wide("ptr", own, ptr.prov, stable=single))
+            return [simt.AluOp("add", own, [ptr.vreg, _to_i32(words)], guard)]
+        if not isinstance(offset, Wide) or offset.kind != "int":
+            raise unsupported(inst, inst.opcode.data, "64-bit arithmetic other than a pointer "
+                              "plus an offset")
+        e = Emitter(self.fresh, guard, (own,))
+        if offset.scale % unit:
+            raise unsupported(inst, inst.opcode.data, _not_words(offset.scale, unit))
+        words = lg.materialize(e, lg.replace(offset, scale=offset.scale // unit))[0]
+        self.define_wide(inst, dst.name, Wide("ptr", own, ptr.prov, stable=single))
+        e.ops.append(simt.AluOp(base, own, [ptr.vreg, words], guard))
+        return e.ops
 
 
-def _not_words(scale: int) -> str:
-    unit = "1 byte" if scale == 1 else f"{scale} bytes"
-    return f"a byte offset that is not a multiple of 4: an index times {unit}"
+#: Ops without an effect beyond their destination (a load may trap, so it stays).
+PURE_OPS = (simt.AluOp, simt.SetpOp, simt.PredOp, simt.SpecialOp, simt.WarpOp)
+
+
+def _sweep_dead_ops(blocks: list[Block]) -> None:
+    """Remove the pure ops whose results nothing effective reads: a
+    flow-insensitive mark from memory ops and branch conditions (a register
+    read anywhere keeps every op that writes it), so the high words of a
+    64-bit index used only in addresses cost nothing, loops included."""
+    writers: dict[RegAttr, list[Operation]] = {}
+    work: list[Operation] = []
+    for block in blocks:
+        for op in block.ops:
+            if isinstance(op, simt.MachineOp):
+                for r in op.defs():
+                    writers.setdefault(r, []).append(op)
+            if not isinstance(op, PURE_OPS):
+                work.append(op)
+    live_ops: set[Operation] = set(work)
+    live_regs: set[RegAttr] = set()
+    while work:
+        op = work.pop()
+        uses = op.uses() if isinstance(op, simt.MachineOp | simt.BranchOp) else []
+        for r in uses:
+            if r not in live_regs:
+                live_regs.add(r)
+                for w in writers.get(r, []):
+                    if w not in live_ops:
+                        live_ops.add(w)
+                        work.append(w)
+    for block in blocks:
+        for op in list(block.ops):
+            if isinstance(op, PURE_OPS) and op not in live_ops:
+                op.detach()
+                op.erase()
+
+
+def _pointer_uses(insts: list[ptx.InstOp],
+                  params: dict[str, int]) -> tuple[set[int], dict[int, set[int]]]:
+    """Which 64-bit parameters are pointers, and the access sizes in bytes
+    through each: a flow-insensitive fixpoint over copies (`mov`, `cvta`)
+    and pointer arithmetic (`add`, `sub`)."""
+    copy_of: dict[str, set[int]] = {}    # register -> parameters it is a copy of
+    into: dict[str, set[int]] = {}       # register -> parameters it may point into
+    changed = True
+    while changed:
+        changed = False
+        for inst in insts:
+            args = inst.operands_decoded
+            if not args or not isinstance(args[0], ptx.Reg):
+                continue
+            base, d = inst.op.base, args[0].name
+            srcs = [a.name for a in args[1:] if isinstance(a, ptx.Reg)]
+            if base == "ld" and "param" in inst.op.modifiers and isinstance(args[1], ptx.Addr) \
+                    and isinstance(args[1].base, ptx.Sym) and args[1].base.name in params:
+                copies = points = {params[args[1].base.name]}
+            elif base in ("mov", "cvta") and len(srcs) == 1:
+                copies, points = copy_of.get(srcs[0], set()), into.get(srcs[0], set())
+            elif base in ("add", "sub") and inst.op.type in WIDE:
+                copies, points = set(), set().union(*(into.get(r, set()) for r in srcs))
+            else:
+                continue
+            for table, new in ((copy_of, copies), (into, points)):
+                if not new <= table.get(d, set()):
+                    table[d] = table.get(d, set()) | new
+                    changed = True
+    converted: set[int] = set()     # copied into cvta: pointers for sure
+    addressing: set[int] = set()    # reaching an address
+    counted: set[int] = set()       # used as an integer (compared, scaled, subtracted)
+    sizes: dict[int, set[int]] = {}
+    for inst in insts:
+        args, base = inst.operands_decoded, inst.op.base
+        regs = [a.name for a in args[1:] if isinstance(a, ptx.Reg)]
+        if base == "cvta" and len(regs) == 1:
+            converted |= copy_of.get(regs[0], set())
+        elif base in ("ld", "st", "atom", "red") and "param" not in inst.op.modifiers:
+            addr = next((a for a in args if isinstance(a, ptx.Addr)), None)
+            if addr is None or not isinstance(addr.base, ptx.Reg):
+                continue
+            addressing |= into.get(addr.base.name, set())
+            width = ptx.TYPE_BITS.get(inst.op.type or "", 32) // 8
+            for i in into.get(addr.base.name, set()):
+                sizes.setdefault(i, set()).add(width)
+        elif base not in ("mov", "add", "ld"):
+            counted.update(*(into.get(r, set()) for r in regs[1 if base == "sub" else 0:]))
+    pointers = converted | (addressing - counted)
+    return pointers, {i: w for i, w in sizes.items() if i in pointers}
+
+
+def _not_words(scale: int, unit: int = 4) -> str:
+    size = "1 byte" if scale == 1 else f"{scale} bytes"
+    return f"a byte offset that is not a multiple of {unit}: an index times {size}"
 
 
 def _atom_op(name: str, t: str | None) -> str | None:

@@ -94,6 +94,12 @@ class Lowering:
                 f"level holds {SLOTS} (option mem-words of convert-ptx-to-simt)")
         if not 1 <= self.warps <= 8:
             raise DiagnosticException("error: convert-simt-to-tensor: max-warps must be 1..8")
+        for name, ptype in self.kernel.params:
+            if ptype in simt.WIDE_SCALARS or ptype in ("ptr8", "ptr16"):
+                what = "a 64-bit scalar" if ptype in simt.WIDE_SCALARS else "a sub-word buffer"
+                raise unsupported(self.kernel, f"{what} parameter ('{name}', {ptype})")
+        if self.kernel.dynamic_shared is not None:
+            raise unsupported(self.kernel, "dynamic shared memory")
         records = max([self._record_count(bl) for bl in self.blocks] + [1])
         self.vocab = P.Vocabulary(records, len(self.blocks), self.warps)
         self.b = T.ProgramBuilder(f"{self.kernel.kernel_name}_step")
@@ -267,6 +273,8 @@ class Lowering:
             for ln in lanes:
                 self.define(regs, ln, op.dst, values[ln], self.guard_of(op, regs, ln))
             return
+        if isinstance(op, simt.LdOp | simt.StOp) and op.space.data == "spill":
+            raise unsupported(op, f"a register spill ('{op.name} spill[{op.offset.value.data}]')")
         if isinstance(op, simt.LdOp | simt.StOp | simt.AtomOp):
             self.lower_memory(op, regs, active, records)
             return

@@ -1,8 +1,10 @@
 """Write docs/ptx-coverage.md from the code: `python -m qgc.coverage_doc`.
 
-Three parts: the directives the grammar reads, the instruction forms the `ref`
-engine executes (from its dispatch table), and a census of the opcodes that the
-examples and the shared kernel suite use, with the engines that run them.
+Four parts: the directives the grammar reads, the instruction forms the `ref`
+engine executes (from its dispatch table), a census of the opcodes that the
+examples and the shared kernel suite use, with whether `ref` runs them and the
+`simt` stage compiles them, and the machine ops of the `simt` level (from the
+tables of its dialect).
 """
 
 from __future__ import annotations
@@ -12,13 +14,28 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.utils.exceptions import DiagnosticException
+
+from qgc import driver
 from qgc.diagnostics import QgcError
-from qgc.dialects import ptx
-from qgc.frontend import grammar_lines, parse_ptx
+from qgc.dialects import ptx, simt
+from qgc.frontend import grammar_lines
+from qgc.pipeline import STAGE_PIPELINES
 
 REPO = Path(__file__).resolve().parents[1]
 GRAMMAR = Path(__file__).parent / "frontend" / "ptx.lark"
-ENGINES_LATER = ("simt", "tensor", "model")
+#: The engines/stages of the census, in column order.
+ENGINES = ("ref", "simt")
+#: Each menu of the `simt` dialect: the op class that reads it (for `MemoryOp`,
+#: every op of that kind) and the table of dialects/simt.py that defines it;
+#: the op names and the values are read at render time.
+MACHINE_MENUS = (
+    (simt.AluOp, "ALU_ARITY"), (simt.SetpOp, "SETP_CONDS"), (simt.PredOp, "PRED_ARITY"),
+    (simt.AtomOp, "ATOM_OPS"), (simt.WarpOp, "WARP_OPS"), (simt.SpecialOp, "SPECIALS"),
+    (simt.MemoryOp, "SPACES"), (simt.KernelOp, "PARAM_TYPES"),
+)
 
 
 def grammar_directives() -> list[str]:
@@ -29,32 +46,89 @@ def kernel_files(shared: Path) -> list[Path]:
     return sorted((REPO / "examples").glob("*/*.ptx")) + sorted((shared / "kernels").glob("*.ptx"))
 
 
-def census(files: list[Path]) -> tuple[dict[str, set[str]], dict[str, bool]]:
-    """opcode → kernels using it; kernel → whether the ref engine accepts it."""
+def ref_accepts(module: builtin.ModuleOp) -> bool:
+    """Whether `ref` decodes every instruction of the entry (it only reads the IR)."""
     from qgc.runtime.ref import compile_kernel, find_ptx_module, pick_entry
 
+    pmod = find_ptx_module(module)
+    try:
+        compile_kernel(pmod, pick_entry(pmod, None), 4)
+        return True
+    except QgcError:
+        return False
+
+
+def simt_accepts(ctx: Context, module: builtin.ModuleOp) -> bool:
+    """Whether the `simt` stage pipeline compiles the module, as `qgc --emit simt`
+    does; it rewrites the module, so it runs last."""
+    try:
+        driver.apply(ctx, module, STAGE_PIPELINES["simt"])
+        return True
+    except (QgcError, DiagnosticException):
+        return False
+
+
+def census(files: list[Path]) -> tuple[dict[str, set[str]], dict[str, dict[str, bool]]]:
+    """opcode → kernels using it; engine → kernel → whether it accepts the kernel."""
     users: dict[str, set[str]] = defaultdict(set)
-    accepted: dict[str, bool] = {}
+    accepted: dict[str, dict[str, bool]] = {e: {} for e in ENGINES}
     for path in files:
         name = f"{path.parent.name}/{path.name}"
-        module = parse_ptx(path.read_text(), str(path))
+        ctx, module = driver.load(str(path))  # parsed once: ref reads it, simt rewrites it
         for op in module.walk():
             if isinstance(op, ptx.InstOp):
                 users[op.opcode.data].add(name)
-        pmod = find_ptx_module(module)
-        try:
-            compile_kernel(pmod, pick_entry(pmod, None), 4)
-            accepted[name] = True
-        except QgcError:
-            accepted[name] = False
+        accepted["ref"][name] = ref_accepts(module)
+        accepted["simt"][name] = simt_accepts(ctx, module)
     return users, accepted
+
+
+def census_lines(files: list[Path]) -> list[str]:
+    """The census section: counts per engine, then one row per opcode (`yes` when
+    every file using the opcode is accepted)."""
+    users, accepted = census(files)
+    out = ["## Opcodes used by the examples and the shared kernel suite", "",
+           f"{len(users)} distinct opcodes over {len(files)} PTX files: "
+           f"{sum(accepted['ref'].values())} accepted whole by `ref`, "
+           f"{sum(accepted['simt'].values())} compiled by the `simt` stage "
+           "(`STAGE_PIPELINES[\"simt\"]`). An engine's column says `yes` when it accepts "
+           "every file that uses the opcode: a `no` may come from another opcode of a file.",
+           "",
+           "The `tensor` and `model` levels are documented in docs/machine.md.", "",
+           "| opcode | kernels | " + " | ".join(ENGINES) + " |",
+           "|---|---:|" + "---|" * len(ENGINES)]
+    for opcode in sorted(users):
+        cells = ["yes" if all(accepted[e][k] for k in users[opcode]) else "no" for e in ENGINES]
+        out.append(f"| `{opcode}` | {len(users[opcode])} | " + " | ".join(cells) + " |")
+    return out
+
+
+def menu_rows(table: str) -> list[tuple[str, list[str]]]:
+    """(table, values) rows of one menu; the ALU menu by number of sources."""
+    values = getattr(simt, table)
+    if table == "ALU_ARITY":
+        return [(f"`{table}`, {n} source{'s' * (n > 1)}", [k for k, v in values.items() if v == n])
+                for n in sorted(set(values.values()))]
+    return [(f"`{table}`", list(values))]
+
+
+def machine_lines() -> list[str]:
+    """The `simt` section: the dialect's ops and each menu with its values."""
+    ops = list(simt.SIMT.operations)
+    out = ["## Machine ops of the `simt` level", "",
+           "From the tables of `dialects/simt.py`. Ops: "
+           + " ".join(f"`{o.name}`" for o in ops) + ".", "",
+           "| ops | table | values |", "|---|---|---|"]
+    for cls, table in MACHINE_MENUS:
+        users = " ".join(f"`{o.name}`" for o in ops if issubclass(o, cls))
+        for title, values in menu_rows(table):
+            out.append(f"| {users} | {title} | " + " ".join(f"`{v}`" for v in values) + " |")
+    return out
 
 
 def render(shared: Path) -> str:
     from qgc.runtime.coverage import coverage_markdown
 
-    files = kernel_files(shared)
-    users, accepted = census(files)
     out = ["# PTX coverage", "",
            "Generated from the code by `make docs` (`python -m qgc.coverage_doc`); "
            "do not edit by hand. A test checks that this file is current.", "",
@@ -64,14 +138,8 @@ def render(shared: Path) -> str:
            " ".join(f"`{d}`" for d in grammar_directives()), "",
            "## Instruction forms executed by the `ref` engine", "",
            coverage_markdown(),
-           "## Opcodes used by the examples and the shared kernel suite", "",
-           f"{len(users)} distinct opcodes over {len(files)} PTX files "
-           f"({sum(accepted.values())} accepted whole by `ref`). Engines `simt`, "
-           "`tensor` and `model` do not exist yet.", "",
-           "| opcode | kernels | ref |", "|---|---:|---|"]
-    for opcode in sorted(users):
-        ok = all(accepted[k] for k in users[opcode])
-        out.append(f"| `{opcode}` | {len(users[opcode])} | {'yes' if ok else 'no'} |")
+           *census_lines(kernel_files(shared)), "",
+           *machine_lines()]
     return "\n".join(out) + "\n"
 
 

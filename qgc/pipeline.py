@@ -20,11 +20,12 @@ from qgc.diagnostics import QgcError
 from qgc.passes import get_all_passes
 
 #: Pipeline of each stage, cumulative; a stage missing here does not exist yet.
+#: Registers are allocated before blocks are formed: spill code lengthens blocks.
 STAGE_PIPELINES: dict[str, str] = {
     "ptx": "ptx-remove-dead-functions",
     "simt": "ptx-remove-dead-functions,convert-ptx-to-simt{mem-words=1024},simt-if-convert,"
-            "simt-form-blocks{max-ops=16 max-blocks=32},"
-            "simt-allocate-registers{regs=15 preds=8}",
+            "simt-allocate-registers{regs=15 preds=8},"
+            "simt-form-blocks{max-ops=16 max-blocks=32}",
 }
 #: The tensor level keeps machine memory in one memory head per port (127 rows).
 STAGE_PIPELINES["tensor"] = (STAGE_PIPELINES["simt"].replace("mem-words=1024", "mem-words=127")

@@ -62,7 +62,8 @@ def ptx_lines(module: builtin.ModuleOp) -> list[str]:
 
 
 def simt_kernel_stats(kernel) -> dict[str, object]:
-    """Blocks, ops per block, registers used (distinct physical or virtual)."""
+    """Blocks, ops per block, registers used (distinct physical or virtual),
+    virtual registers spilled and spill words per thread (allocation's)."""
     from qgc.dialects import simt
     blocks = list(kernel.body.blocks)
     ops = [len(b.ops) - 1 for b in blocks]
@@ -70,7 +71,8 @@ def simt_kernel_stats(kernel) -> dict[str, object]:
     return {"blocks": len(blocks), "ops": sum(ops), "max_ops": max(ops, default=0),
             "mean_ops": sum(ops) / len(ops) if ops else 0.0,
             "registers": sum(1 for r in regs if not r.is_pred),
-            "predicates": sum(1 for r in regs if r.is_pred)}
+            "predicates": sum(1 for r in regs if r.is_pred),
+            "spilled": kernel.limit("spilled") or 0, "spill_words": kernel.spill_size}
 
 
 def simt_lines(module: builtin.ModuleOp, launch=None) -> list[str]:
@@ -83,11 +85,13 @@ def simt_lines(module: builtin.ModuleOp, launch=None) -> list[str]:
         def of(prop: str, k=k) -> str:
             limit = k.limit(prop)
             return f" of {limit}" if limit is not None else ""
+        spills = (f", registers spilled {s['spilled']} (spill words {s['spill_words']} per "
+                  "thread)") if k.regs is not None else ""
         lines.append(
             f"qgc info: kernel '{k.kernel_name}' (simt level): {s['blocks']} blocks"
             f"{of('max_blocks')}, {s['ops']} ops, ops per block max {s['max_ops']}"
             f"{of('max_ops')} mean {s['mean_ops']:.2f}, registers {s['registers']}"
-            f"{of('regs')} per lane, predicates {s['predicates']}{of('preds')}, "
+            f"{of('regs')} per lane{spills}, predicates {s['predicates']}{of('preds')}, "
             f"parameter area {k.param_area_words} words of {k.mem_words.value.data}")
     if launch is not None and kernels:
         from qgc.runtime.simt_engine import run_simt

@@ -25,7 +25,10 @@ model will:
   from: outside it, the machine traps (status 3) naming the warp, lane, ctaid,
   tid, the op with its PTX location and the word address; an inactive or
   guarded-off lane does not touch memory;
-- atomics from several lanes on one word apply in lane order.
+- atomics from several lanes on one word apply in lane order;
+- `spill[K]` (register allocation's reloads and spills) is slot K of the
+  executing lane's own thread: after the CTAs' shared windows every thread of
+  the launch has `spill_words` words (`SpillArea`).
 
 The engine also runs kernels before register allocation and block formation
 (virtual registers, long blocks).
@@ -43,7 +46,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr
 from xdsl.ir import Block, Operation
 
 from qgc.dialects import ptx, simt
-from qgc.runtime.launch import TYPE_SIZES, Launch, LaunchError, select_kernel
+from qgc.runtime.launch import ELEMENT_TYPES, TYPE_SIZES, Launch, LaunchError, select_kernel
 from qgc.runtime.memory import Trap
 
 __all__ = ["SimtResult", "Trap", "memory_layout", "run_simt"]
@@ -77,14 +80,48 @@ class Layout:
     total: int
     shared_base: int = 0          # first word of CTA 0's shared memory
     shared_words: int = 0         # words of shared memory per CTA
+    spill: SpillArea | None = None  # the threads' spill slots, after the shared windows
 
     def regions(self, kernel: simt.KernelOp) -> dict[str, int]:
         out = {"params": len(kernel.params), "bounds": self.bounds}
         for i, size in self.sizes.items():
             out[f"buffer {i} ({kernel.params[i][0]})"] = size
         if self.shared_words:
-            out["shared"] = self.total - self.shared_base
+            out["shared"] = (self.spill.base if self.spill else self.total) - self.shared_base
+        if self.spill:
+            out["spill"] = self.spill.total
         return out
+
+
+@dataclass(frozen=True)
+class SpillArea:
+    """Every thread of the launch (all CTAs) has `words` spill slots: thread
+    t = cta * `threads` + linear tid keeps slot k at word base + t * words + k."""
+
+    base: int
+    words: int
+    threads: int                  # threads per CTA
+    ctas: int
+
+    @property
+    def total(self) -> int:
+        return self.words * self.threads * self.ctas
+
+    def word(self, cta: int, tid: int, slot: int) -> int:
+        return self.base + (cta * self.threads + tid) * self.words + slot
+
+    def describe(self) -> str:
+        """The diagnostic's part for the spill area."""
+        return (f", {self.words} spill words for each of {self.threads * self.ctas} "
+                "threads")
+
+
+def spill_area(kernel: simt.KernelOp, launch: Launch, base: int) -> SpillArea | None:
+    """The spill area of a kernel that `simt-allocate-registers` spilled, at `base`."""
+    if not kernel.spill_size:
+        return None
+    ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
+    return SpillArea(base, kernel.spill_size, launch.threads_per_block, ctas)
 
 
 def pick_kernel(root: Operation, name: str | None) -> simt.KernelOp:
@@ -94,18 +131,53 @@ def pick_kernel(root: Operation, name: str | None) -> simt.KernelOp:
     return select_kernel(kernels, name, "module")
 
 
-def _word(elem: str, value) -> int:
+def encode_element(elem: str, value) -> list[int]:
+    """The machine words of one element: a 64-bit one takes two (low word
+    first), a sub-word one takes a word of its own (zero-extended)."""
     if elem == "f32":
-        return struct.unpack("<I", struct.pack("<f", value))[0]
-    return int(value) & M32
+        return [struct.unpack("<I", struct.pack("<f", value))[0]]
+    size = TYPE_SIZES[elem]
+    bits = int(value) & ((1 << (8 * size)) - 1)
+    return [bits & M32, bits >> 32] if size == 8 else [bits]
 
 
-def _value(elem: str, word: int):
+def decode_element(elem: str, words: list[int]):
     if elem == "f32":
-        return struct.unpack("<f", struct.pack("<I", word))[0]
-    if elem == "s32":
-        return word - (1 << 32) if word & 0x8000_0000 else word
-    return word
+        return struct.unpack("<f", struct.pack("<I", words[0]))[0]
+    size = TYPE_SIZES[elem]
+    bits = (words[0] | words[1] << 32) if size == 8 else words[0] & ((1 << (8 * size)) - 1)
+    if elem[0] == "s" and bits >> (8 * size - 1):
+        bits -= 1 << (8 * size)
+    return bits
+
+
+def words_per_element(elem: str) -> int:
+    return 2 if TYPE_SIZES[elem] == 8 else 1
+
+
+def _check_arg(i: int, arg, pname: str, ptype: str) -> None:
+    unit = simt.POINTER_TYPES.get(ptype)
+    if unit is not None:
+        if not arg.pointer:
+            raise LaunchError(f"args[{i}]: parameter '{pname}' is a pointer on the machine; "
+                              f"a scalar ({arg.type}) cannot be passed to it")
+        if arg.type not in ELEMENT_TYPES:
+            raise LaunchError(f"args[{i}]: {arg.type} buffers are not yet supported by the "
+                              "machine")
+        size = TYPE_SIZES[arg.type]
+        if (unit == 4) != (size >= 4) or unit < 4 and size != unit:
+            access = "in 32-bit words" if unit == 4 else f"in {8 * unit}-bit elements"
+            raise LaunchError(f"args[{i}]: a {arg.spelled} buffer cannot be passed to "
+                              f"parameter '{pname}', which the kernel accesses {access}")
+        return
+    if arg.pointer:
+        raise LaunchError(f"args[{i}]: a pointer ({arg.spelled}) cannot be passed to "
+                          f"parameter '{pname}' of type .{ptype}")
+    bits = ptx.TYPE_BITS[ptype]
+    if TYPE_SIZES[arg.type] * 8 != bits or \
+            ((arg.type == "f32") != (ptype[0] == "f") and ptype[0] != "b"):
+        raise LaunchError(f"args[{i}]: a {arg.type} value cannot be passed to "
+                          f"parameter '{pname}' of type .{ptype}")
 
 
 def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
@@ -116,23 +188,7 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
                           f"{'s' if len(params) != 1 else ''}, the launch gives "
                           f"{len(launch.args)}")
     for i, (arg, (pname, ptype)) in enumerate(zip(launch.args, params, strict=True)):
-        if ptype == "ptr":
-            if not arg.pointer:
-                raise LaunchError(f"args[{i}]: parameter '{pname}' is a pointer on the machine; "
-                                  f"a 64-bit scalar ({arg.type}) is not yet supported by the "
-                                  "machine")
-            if arg.type not in WORD_TYPES:
-                raise LaunchError(f"args[{i}]: {arg.type} buffers are not yet supported by the "
-                                  "machine (its memory holds 32-bit words)")
-        else:
-            if arg.pointer:
-                raise LaunchError(f"args[{i}]: a pointer ({arg.spelled}) cannot be passed to "
-                                  f"parameter '{pname}' of type .{ptype}")
-            bits = ptx.TYPE_BITS[ptype]
-            if TYPE_SIZES[arg.type] * 8 != bits or \
-                    ((arg.type == "f32") != (ptype[0] == "f") and ptype[0] != "b"):
-                raise LaunchError(f"args[{i}]: a {arg.type} value cannot be passed to "
-                                  f"parameter '{pname}' of type .{ptype}")
+        _check_arg(i, arg, pname, ptype)
     pointers = kernel.pointer_params()
     area = kernel.param_area_words
     bases: dict[int, int] = {}
@@ -140,30 +196,39 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
     cursor = area
     for i in pointers:
         bases[i] = cursor
-        sizes[i] = len(launch.args[i].data or [])
+        sizes[i] = len(launch.args[i].data or []) * words_per_element(launch.args[i].type)
         cursor += sizes[i]
-    shared_base, shared = cursor, kernel.shared_size
+    shared_base, shared = cursor, kernel.shared_window(launch.dynamic_shared_bytes)
     ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
     total = cursor + shared * ctas
+    spill = spill_area(kernel, launch, total)
+    total += spill.total if spill else 0
     capacity = kernel.mem_words.value.data
     if total > capacity:
         buffers = ", ".join(f"{sizes[i]} for '{params[i][0]}'" for i in pointers)
         shared_part = f", {shared} of shared memory for each of {ctas} CTAs" if shared else ""
+        shared_part += spill.describe() if spill else ""
+        highs = len(kernel.wide_params())
+        high_part = f", {highs} for 64-bit parameters' high words" if highs else ""
         raise LaunchError(f"the launch needs {total} words of machine memory ({len(params)} "
-                          f"for parameters, {2 * len(pointers)} for bounds, {buffers}"
+                          f"for parameters, {2 * len(pointers)} for bounds{high_part}, {buffers}"
                           f"{shared_part}), the machine has {capacity} (option mem-words)")
     words = [0] * capacity
     for i, arg in enumerate(launch.args):
         if i in bases:
-            words[i] = (bases[i] + arg.offset) & M32
+            per = words_per_element(arg.type)
+            words[i] = (bases[i] + arg.offset * per) & M32
             for k, v in enumerate(arg.data or []):
-                words[bases[i] + k] = _word(arg.type, v)
+                words[bases[i] + per * k:bases[i] + per * (k + 1)] = encode_element(arg.type, v)
             bw = kernel.bounds_word(i)
             words[bw], words[bw + 1] = bases[i], sizes[i]
         else:
-            words[i] = _word(arg.type, arg.value)
+            value = encode_element(arg.type, arg.value)
+            words[i] = value[0]
+            if len(value) == 2:
+                words[kernel.high_word(i)] = value[1]
     return Layout(words, bases, sizes, len(params), 2 * len(pointers), total, shared_base,
-                  shared)
+                  shared, spill)
 
 
 # ---------------------------------------------------------------------- warps
@@ -570,6 +635,8 @@ class _Compiler:
 
     def memory(self, op: simt.MemoryOp, lanes) -> Callable[[Warp], None]:
         mem, offset = self.mem, op.offset.value.data
+        if op.space.data == "spill":
+            return self.spill(op, lanes)
         if op.space.data == "param":
             assert isinstance(op, simt.LdOp)
             d = self.slot(op.dst)
@@ -596,6 +663,29 @@ class _Compiler:
                     mem[address(w, lane)] = value(w, lane) & M32
             return st
         return self.atom(op, lanes, address, value)
+
+    def spill(self, op: simt.MemoryOp, lanes) -> Callable[[Warp], None]:
+        """A reload or spill: slot `offset` of each executing lane's own thread
+        (the verifier keeps the slot inside the kernel's spill_words)."""
+        mem, area, slot = self.mem, self.layout.spill, op.offset.value.data
+        assert area is not None and 0 <= slot < area.words
+
+        def word(w: Warp, lane: int) -> int:
+            return area.word(w.cta, w.index * simt.LANES + lane, slot)
+        if isinstance(op, simt.LdOp):
+            d = self.slot(op.dst)
+
+            def reload(w: Warp) -> None:
+                for lane in lanes(w):
+                    w.r[lane][d] = mem[word(w, lane)]
+            return reload
+        assert isinstance(op, simt.StOp)
+        value = self.reader(op.value)
+
+        def spill(w: Warp) -> None:
+            for lane in lanes(w):
+                mem[word(w, lane)] = value(w, lane) & M32
+        return spill
 
     def shared_address(self, op: simt.MemoryOp) -> Callable[[Warp, int], int]:
         """Byte address in the CTA's shared window → the machine word."""
@@ -726,7 +816,9 @@ def run_simt(module: Operation, launch: Launch,
             buffers.append(None)
             continue
         b = layout.bases[i]
-        buffers.append([_value(arg.type, mem[b + k]) for k in range(layout.sizes[i])])
+        per = words_per_element(arg.type)
+        buffers.append([decode_element(arg.type, mem[b + k:b + k + per])
+                        for k in range(0, layout.sizes[i], per)])
     stats = {
         "exec_steps": steps,
         "per_warp_steps": [w.steps for w in warps],

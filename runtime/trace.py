@@ -23,7 +23,7 @@ from qgc.passes.convert_simt_to_tensor import (
 )
 from qgc.runtime.launch import Launch, LaunchError
 from qgc.runtime.memory import Trap
-from qgc.runtime.simt_engine import _value, make_warps, memory_layout
+from qgc.runtime.simt_engine import decode_element, make_warps, memory_layout
 
 DEFAULT_MAX_STEPS = 100_000
 
@@ -167,7 +167,7 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
             buffers.append(None)
             continue
         base = layout.bases[i]
-        buffers.append([_value(arg.type, memory.get(base + k, 0))
+        buffers.append([decode_element(arg.type, [memory.get(base + k, 0)])
                         for k in range(layout.sizes[i])])
     n_prompt = len(launch_prompt)
     stats = {"tokens": len(stream), "prompt_tokens": n_prompt, "exec_steps": steps,

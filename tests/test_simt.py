@@ -36,11 +36,12 @@ from qgc.runtime.simt_engine import run_simt
 
 SKELETON = ("dot", "vector_add")
 COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))
-#: other examples the machine already runs (32-bit words; branches, loops and
+#: other examples the machine already runs (32- and 64-bit integers; branches, loops and
 #: divergence; div/rem, abs, mul.hi, predicate logic)
 ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_signed",
                  "histogram_atomic", "minmax_abs", "vote_ballot", "warp_reduce_shfl",
-                 "reduce_shared", "inclusive_scan", "bit_tricks")
+                 "reduce_shared", "inclusive_scan", "bit_tricks", "mulhi_wide",
+                 "pointer_arith64", "bytes_u8", "reverse_dynshared")
 #: (example, compiler) whose answer at 4 lanes is its PTX's own: clang's warp
 #: reduction shuffles by 16, 8, ... (masked to 4 lanes), nvcc's by 2, 1; both
 #: are checked against `ref`, expected.json holds nvcc's
@@ -206,9 +207,12 @@ def _apply_error(pipeline: str, path=DOT) -> str:
 
 
 def test_limit_regs():
-    message = _apply_error(FRONT + ",simt-form-blocks,simt-allocate-registers{regs=3}")
+    """Too few registers are spilled (tests/test_spill.py); an op that reads more
+    registers than the machine has is refused at its location."""
+    message = _apply_error(FRONT + ",simt-allocate-registers{regs=2}")
     assert message.startswith(f"{DOT}:15:1: error: ")
-    assert "kernel 'dot' needs 7 registers per lane, the machine has 3 (option regs)" in message
+    assert f"kernel 'dot' needs 3 registers per lane at {DOT}:34:2 even after spilling, " \
+           "the machine has 2 (option regs)" in message
 
 
 def test_limit_preds(tmp_path):
@@ -274,11 +278,13 @@ def test_machine_types_of_arguments():
     obj = json.loads((EXAMPLES / "dot" / "launch.json").read_text())
     bad = copy.deepcopy(obj)
     bad["args"][0] = {"type": "u8*", "data": [1, 2, 3]}
-    with pytest.raises(LaunchError, match="u8 buffers are not yet supported by the machine"):
+    with pytest.raises(LaunchError, match=r"args\[0\]: a u8\* buffer cannot be passed to "
+                       "parameter 'dot_param_0', which the kernel accesses in 32-bit words"):
         run_simt(module, load_launch(bad))
     bad = copy.deepcopy(obj)
     bad["args"][0] = {"type": "u64", "value": 3}
-    with pytest.raises(LaunchError, match="64-bit scalar"):
+    with pytest.raises(LaunchError, match=r"args\[0\]: parameter 'dot_param_0' is a pointer "
+                       r"on the machine; a scalar \(u64\) cannot be passed to it"):
         run_simt(module, load_launch(bad))
 
 
@@ -303,12 +309,35 @@ def test_other_examples_are_refused_with_the_opcode_and_location(path, capsys):
     assert "Traceback" not in err
 
 
-def test_dynamic_shared_memory_is_refused_at_its_declaration(capsys):
+def test_dynamic_shared_memory_is_sized_by_the_launch():
+    """The extern array starts after the static ones; its window is the
+    launch's `dynamic_shared_bytes`, and an access past it traps."""
     path = EXAMPLES / "reverse_dynshared" / "reverse_dynshared.ptx"
-    assert main([str(path), "--emit=simt"]) == 2
-    first = capsys.readouterr().err.splitlines()[0]
-    assert re.match(rf"^{re.escape(str(path))}:\d+:\d+: error: '.extern .shared' is not yet "
-                    r"supported by the machine \(dynamic shared memory 's'\)$", first), first
+    module = compile_simt(path)
+    (kernel,) = simt.kernels_of(module)
+    assert kernel.dynamic_shared is not None and kernel.dynamic_shared.value.data == 0
+    obj = json.loads((EXAMPLES / "reverse_dynshared" / "launch.json").read_text())
+    assert run_simt(module, load_launch(obj)).stats["memory"]["shared"] == 8
+    obj["dynamic_shared_bytes"] = 16     # 4 words for 6 threads
+    with pytest.raises(Trap, match=r"tid \(4,0,0\)\): shared byte address 16 is outside "
+                       "the CTA.s 16 bytes of shared memory"):
+        run_simt(module, load_launch(obj))
+
+
+def test_guarded_return_exits_only_its_lanes(tmp_path):
+    text = (".version 8.5\n.target sm_75\n.address_size 64\n"
+            ".visible .entry gret(.param .u64 out)\n{\n\t.reg .pred %p<2>;\n"
+            "\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<5>;\n\tld.param.u64 %rd1, [out];\n"
+            "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.u32 %r1, %tid.x;\n"
+            "\tmul.wide.u32 %rd3, %r1, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n"
+            "\tst.global.u32 [%rd4], 1;\n\tsetp.eq.u32 %p1, %r1, 2;\n\t@%p1 ret;\n"
+            "\tst.global.u32 [%rd4], 7;\n\tret;\n}\n")
+    launch = load_launch({"grid": [1, 1, 1], "block": [4, 1, 1],
+                          "args": [{"type": "u32*", "data": [0, 0, 0, 0]}]})
+    path = tmp_path / "gret.ptx"
+    path.write_text(text)
+    result = run_simt(compile_simt(path), launch)
+    assert result.buffers == [[7, 7, 1, 7]]
 
 
 def test_a_loop_runs_as_a_per_lane_branch():
@@ -436,7 +465,8 @@ def test_random_atomic_programs_agree_with_the_oracle():
 SHARED_ON_SIMT = {"collatz_steps_u", "compact_atomic_i", "divrem_i", "floyd_step_i",
                   "hash_insert_cas_i", "bit_intrinsics_u", "scan_shfl_up_i",
                   "vote_ops_i", "red_interleaved_i", "bitonic_shared_i",
-                  "stencil1d_halo_i", "transpose_tiled_i"}
+                  "stencil1d_halo_i", "transpose_tiled_i", "dot_ll_sizet", "mulhi_wide_u",
+                  "hist_shared_u8"}
 
 
 def _shared_integer_cases():

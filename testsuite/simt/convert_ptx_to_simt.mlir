@@ -34,11 +34,11 @@ builtin.module {
 // CHECK-NEXT:   simt.setp "ge.u" vp0, v2, v1
 // CHECK-NEXT:   simt.branch vp0, ^bb2, ^bb1
 // CHECK-NEXT: ^bb1:
-// CHECK-NEXT:   simt.alu "mul.lo" v4, v2, 2
-// CHECK-NEXT:   simt.alu "add" v3, v0, v4
-// CHECK-NEXT:   simt.ld v5, global[v3 + 1] buffer 0
-// CHECK-NEXT:   simt.atom "add" v5, global[v0 + 0], v5 buffer 0
-// CHECK-NEXT:   simt.st global[v3 + 0], v5 buffer 0
+// CHECK-NEXT:   simt.alu "shl" [[OFF:v[0-9]+]], v2, 1
+// CHECK-NEXT:   simt.alu "add" [[PTR:v[0-9]+]], v0, [[OFF]]
+// CHECK-NEXT:   simt.ld [[X:v[0-9]+]], global[[[PTR]] + 1] buffer 0
+// CHECK-NEXT:   simt.atom "add" [[X]], global[v0 + 0], [[X]] buffer 0
+// CHECK-NEXT:   simt.st global[[[PTR]] + 0], [[X]] buffer 0
 // CHECK-NEXT:   simt.next ^bb2
 // CHECK-NEXT: ^bb2:
 // CHECK-NEXT:   simt.exit

@@ -1,6 +1,6 @@
 // Instruction selection of the integer menu: predicate logic as simt.pred, an
 // atomic compare-and-swap, div/rem and mul.hi, a 64-bit index narrowed back to
-// 32 bits (`cvt.u32.u64` of ext(v)·4 is v·4), and the warp ops (a shuffle with
+// 32 bits (`cvt.u32.u64` of ext(v)·4 is v·4, a shift), and the warp ops (a shuffle with
 // its in-range predicate first, a vote, a ballot), bit fields and funnel shifts.
 // RUN: qgc-opt %s -p convert-ptx-to-simt | filecheck %s
 
@@ -30,6 +30,8 @@ builtin.module {
       ptx.inst "bfe.u32" ["%r3", "%r1", "4", "8"]
       ptx.inst "bfi.b32" ["%r4", "%r1", "%r3", "8", "4"]
       ptx.inst "shf.l.wrap.b32" ["%r5", "%r3", "%r4", "%r1"]
+      ptx.inst "st.global.u32" ["[%rd2]", "%r6"]
+      ptx.inst "st.global.u32" ["[%rd2]", "%r5"]
       ptx.inst "ret" []
     }
   }
@@ -42,13 +44,15 @@ builtin.module {
 // CHECK-NEXT: simt.alu "div.s" v2, v1, 3
 // CHECK-NEXT: simt.alu "rem.u" v3, v1, 3
 // CHECK-NEXT: simt.alu "mul.hi.u" v4, v1, v2
-// CHECK-NEXT: simt.alu "mul.lo" v5, v1, 4
-// CHECK-NEXT: simt.atom "cas" v6, global[v0 + 0], v5, v4 buffer 0
+// CHECK-NEXT: simt.alu "shl" [[R5:v[0-9]+]], v1, 2
+// CHECK-NEXT: simt.atom "cas" [[R6:v[0-9]+]], global[v0 + 0], [[R5]], v4 buffer 0
 // CHECK-NEXT: simt.warp "shfl.up.p" vp0, 1, 0
-// CHECK-NEXT: simt.warp "shfl.up" v6, v5, 1, 0
+// CHECK-NEXT: simt.warp "shfl.up" [[R6]], [[R5]], 1, 0
 // CHECK-NEXT: simt.warp "any" vp1, vp3
 // CHECK-NEXT: simt.warp "ballot" v2, vp2
 // CHECK-NEXT: simt.alu "bfe.u" v3, v1, 4, 8
 // CHECK-NEXT: simt.alu "bfi" v4, v1, v3, 8, 4
-// CHECK-NEXT: simt.alu "shf.l.wrap" v5, v3, v4, v1
+// CHECK-NEXT: simt.alu "shf.l.wrap" [[R5]], v3, v4, v1
+// CHECK-NEXT: simt.st global[v0 + 0], [[R6]] buffer 0
+// CHECK-NEXT: simt.st global[v0 + 0], [[R5]] buffer 0
 // CHECK-NEXT: simt.exit
