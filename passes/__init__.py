@@ -11,6 +11,7 @@ _PASSES = {
     "ptx-remove-dead-functions": ("ptx_remove_dead_functions", "PtxRemoveDeadFunctionsPass"),
     "convert-ptx-to-simt": ("convert_ptx_to_simt", "ConvertPtxToSimtPass"),
     "simt-if-convert": ("simt_if_convert", "SimtIfConvertPass"),
+    "simt-rename-webs": ("simt_rename_webs", "SimtRenameWebsPass"),
     "simt-form-blocks": ("simt_form_blocks", "SimtFormBlocksPass"),
     "simt-allocate-registers": ("simt_allocate_registers", "SimtAllocateRegistersPass"),
     "convert-simt-to-tensor": ("convert_simt_to_tensor", "ConvertSimtToTensorPass"),
