@@ -23,7 +23,9 @@ location of the instruction it comes from as its location.
     }
 
 The kernel's machine parameters are properties, set by the pass that decides
-them: `lanes`/`mem_words` by `convert-ptx-to-simt`, `max_blocks`/`max_ops` by
+them: `lanes`/`mem_words`/`shared_vars` by `convert-ptx-to-simt`,
+`shared_words`/`dynamic_shared` by `simt-layout-memory` (which replaces
+`shared_vars`), `max_blocks`/`max_ops` by
 `simt-form-blocks`, `regs`/`preds` by `simt-allocate-registers` (and
 `spill_words`/`spilled` when it spills registers to the lane's own spill slots,
 `spill[K]`); the verifier checks every limit that is set.
@@ -444,6 +446,59 @@ class Signature(CustomDirective):
         end_print(state)
 
 
+@irdl_custom_directive
+class SharedVars(OptionalDirective):
+    """`(tile: 64 align 4, s: extern align 16)`: the kernel's `.shared`
+    variables in declaration order, with their bytes (or `extern`: sized by
+    the launch) and alignment, before `simt-layout-memory` places them."""
+
+    vars: AttributeVariable
+
+    def anchor(self) -> AttributeVariable:
+        return self.vars
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        def one() -> ArrayAttr:
+            name = parser.parse_identifier_or_str_literal(context_msg=" shared variable name")
+            parser.parse_punctuation(":")
+            size = 0 if parser.parse_optional_keyword("extern") else \
+                parser.parse_integer(allow_boolean=False, allow_negative=False)
+            parser.parse_keyword("align")
+            align = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            return ArrayAttr([StringAttr(name), IntAttr(size), IntAttr(align)])
+        self.vars.set(state, ArrayAttr(parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, one)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        value = self.vars.get(op)
+        assert isinstance(value, ArrayAttr)
+
+        def one(var: SharedVar) -> None:
+            name, size, align = var
+            printer.print_string(name if _IDENT_RE.match(name) else f'"{name}"')
+            printer.print_string(f": {size or 'extern'} align {align}")
+        state.print_whitespace(printer)
+        printer.print_string("(")
+        printer.print_list(shared_vars_of(value), one)
+        printer.print_string(")")
+        end_print(state)
+
+
+#: A `.shared` variable: name, bytes (0: extern, sized by the launch), alignment.
+SharedVar = tuple[str, int, int]
+
+
+def shared_vars_of(value: ArrayAttr) -> list[SharedVar]:
+    out = []
+    for item in value.data:
+        assert isinstance(item, ArrayAttr)
+        name, size, align = item.data
+        assert isinstance(name, StringAttr) and isinstance(size, IntAttr) and \
+            isinstance(align, IntAttr)
+        out.append((name.data, size.data, align.data))
+    return out
+
+
 # ------------------------------------------------------------------------- ops
 
 def _i64(value: int) -> IntegerAttr:
@@ -720,6 +775,28 @@ class SpecialOp(MachineOp):
         _want(self, self.dst, False, "destination")
 
 
+@irdl_op_definition
+class SharedAddrOp(MachineOp):
+    """The byte address of a `.shared` variable in the CTA's window:
+    `simt.shared_addr v3, "tile"`. `simt-layout-memory` replaces it by the
+    variable's offset (folded into the accesses it addresses, or a `mov`)."""
+
+    name = "simt.shared_addr"
+    dst = prop_def(RegAttr)
+    var = prop_def(StringAttr)
+    custom_directives = (Reg, Guard)
+    assembly_format = "custom<Reg>($dst) `,` $var " + GUARD_FORMAT
+
+    def __init__(self, dst: RegAttr, var: str, guard: GuardAttr | None = None):
+        super().__init__(properties={"dst": dst, "var": StringAttr(var), "guard": guard})
+
+    def defs(self) -> list[RegAttr]:
+        return [self.dst]
+
+    def verify_(self) -> None:
+        _want(self, self.dst, False, "destination")
+
+
 class MemoryOp(MachineOp):
     """Shared parts of ld/st/atom: a space and an address. `global[r1 + 2]
     buffer 1` is a word address with the buffer it derives from; `param[3]` a
@@ -962,7 +1039,12 @@ class KernelOp(IRDLOperation):
     in order (block 0 is the entry).
 
         simt.kernel @k(ptr a, u32 n) lanes 4 mem_words 128 [shared_words 4]
+            [dynamic_shared 4] [shared_vars (tile: 16 align 4, s: extern align 4)]
             [spill_words 2] [max_blocks 32 max_ops 8] [regs 15 [spilled 3] preds 8] { ... }
+
+    `shared_vars` declares the `.shared` variables until `simt-layout-memory`
+    places them (`shared_words` static words, extern arrays from word
+    `dynamic_shared`).
 
     `spill_words` is the number of spill slots each thread has (`spill[0]` ..),
     `spilled` the number of virtual registers that live in them; both are set
@@ -981,15 +1063,17 @@ class KernelOp(IRDLOperation):
     preds = opt_prop_def(IntegerAttr[I64])
     shared_words = opt_prop_def(IntegerAttr[I64])
     dynamic_shared = opt_prop_def(IntegerAttr[I64])
+    shared_vars = opt_prop_def(ArrayAttr)
     spill_words = opt_prop_def(IntegerAttr[I64])
     spilled = opt_prop_def(IntegerAttr[I64])
     body = region_def()
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
-    custom_directives = (Signature,)
+    custom_directives = (Signature, SharedVars)
     assembly_format = (
         "$sym_name custom<Signature>($param_names, $param_types) `lanes` $lanes "
         "`mem_words` $mem_words (`shared_words` $shared_words^)? "
         "(`dynamic_shared` $dynamic_shared^)? "
+        "(`shared_vars` custom<SharedVars>($shared_vars)^)? "
         "(`spill_words` $spill_words^)? "
         "(`max_blocks` $max_blocks^)? (`max_ops` $max_ops^)? "
         "(`regs` $regs^)? (`spilled` $spilled^)? (`preds` $preds^)? "
@@ -1090,6 +1174,8 @@ class KernelOp(IRDLOperation):
                               f"{max_blocks} (option max-blocks)")
         max_ops = self.limit("max_ops")
         pointers = set(self.pointer_params())
+        declared = set() if self.shared_vars is None else \
+            {var for var, _, _ in shared_vars_of(self.shared_vars)}
         for index, block in enumerate(blocks):
             ops = list(block.ops)
             if not ops or not isinstance(ops[-1], TERMINATORS):
@@ -1103,6 +1189,9 @@ class KernelOp(IRDLOperation):
             for op in body:
                 if not isinstance(op, MachineOp):
                     raise VerifyException(f"'{op.name}' cannot appear inside a machine block")
+                if isinstance(op, SharedAddrOp) and op.var.data not in declared:
+                    raise VerifyException(f"simt.shared_addr: '{op.var.data}' is not a .shared "
+                                          f"variable of kernel '{name}' (shared_vars)")
                 if isinstance(op, MemoryOp):
                     buf = op.buffer_index
                     if buf is not None and buf not in pointers:
@@ -1200,7 +1289,7 @@ def kernels_of(root: Operation) -> list[KernelOp]:
 
 SIMT = Dialect(
     "simt",
-    [KernelOp, AluOp, SetpOp, PredOp, WarpOp, SpecialOp, LdOp, StOp, AtomOp, NextOp, ExitOp,
-     BranchOp, BarrierOp],
+    [KernelOp, AluOp, SetpOp, PredOp, WarpOp, SpecialOp, SharedAddrOp, LdOp, StOp, AtomOp,
+     NextOp, ExitOp, BranchOp, BarrierOp],
     [RegAttr, GuardAttr],
 )

@@ -18,7 +18,9 @@ the machine checks against that buffer's bounds. Where the kernel has no
 backward branch, an identity-like 64-bit instruction whose source and
 destination are each written once costs no op (the destination aliases the
 source's register). `ld.param` is a load from the parameter area at the
-parameter's word.
+parameter's word. `.shared` variables are declared on the kernel
+(`shared_vars`) and their addresses named by `simt.shared_addr`;
+`simt-layout-memory` places them.
 
 Anything else is refused at its PTX location:
 `file.ptx:L:C: error: 'OPCODE' is not yet supported by the machine`.
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
@@ -95,9 +97,7 @@ class _Selector:
         self.own: dict[str, RegAttr] = {}
         self.def_count: Counter[str] = Counter()
         self.may_alias = True
-        self.shared: dict[str, int] = {}    # .shared variable -> byte offset in the window
-        self.shared_bytes = 0
-        self.dynamic_shared: int | None = None  # byte offset of the extern shared arrays
+        self.shared: dict[str, simt.SharedVar] = {}  # .shared variables, declaration order
         self.units: dict[int, int] = {}     # pointer parameter -> bytes per machine word
         self.high_words: dict[int, int] = {}  # 64-bit scalar parameter -> its high word
         self.own_high: dict[str, RegAttr] = {}
@@ -141,8 +141,8 @@ class _Selector:
         outer = list(module.body.ops) if isinstance(module, ptx.ModuleOp) else []
         shared_vars = [op for op in outer + list(entry.body.ops)
                        if isinstance(op, ptx.VarOp) and op.space.data == "shared"]
-        for op in sorted(shared_vars, key=lambda v: v.elements == 0):
-            self._shared_var(op)    # the dynamic (extern) ones after every static one
+        for op in shared_vars:
+            self._shared_var(op)
         for op in entry.body.ops:
             if isinstance(op, ptx.RegOp):
                 for name in op.names():
@@ -195,23 +195,18 @@ class _Selector:
         if not blocks:
             blocks = [Block([simt.ExitOp()])]
         kernel = simt.KernelOp(entry.kernel_name, self.params, blocks, self.mem_words)
-        if self.shared_bytes:
-            kernel.properties["shared_words"] = IntegerAttr((self.shared_bytes + 3) // 4, 64)
-        if self.dynamic_shared is not None:
-            kernel.properties["dynamic_shared"] = IntegerAttr(self.dynamic_shared // 4, 64)
+        if self.shared:
+            kernel.properties["shared_vars"] = ArrayAttr(
+                [ArrayAttr([StringAttr(n), IntAttr(b), IntAttr(a)])
+                 for n, b, a in self.shared.values()])
         kernel.location = entry.location
         return kernel
 
     def _shared_var(self, op: ptx.VarOp) -> None:
-        """Lay a `.shared` variable out in the CTA's shared window (byte offsets)."""
+        """Declare a `.shared` variable; `simt-layout-memory` places it."""
         name = op.sym_name.data
         align = max(4, op.align.value.data if op.align is not None else 4)
-        start = -(-self.shared_bytes // align) * align
-        self.shared[name] = start
-        if op.elements == 0:    # sized by the launch: every extern array starts here
-            self.dynamic_shared = start
-            return
-        self.shared_bytes = start + op.size_bytes
+        self.shared[name] = (name, 0 if op.elements == 0 else op.size_bytes, align)
 
     def _classify_params(self, insts: list[ptx.InstOp]) -> None:
         """A 64-bit parameter is a pointer when its value is converted by
@@ -460,7 +455,7 @@ class _Selector:
         if isinstance(src, ptx.Reg) and src.name in SPECIAL_NAMES:
             return [simt.SpecialOp(d, SPECIAL_NAMES[src.name], guard)]
         if isinstance(src, ptx.Sym) and src.name in self.shared:
-            return [simt.AluOp("mov", d, [self.shared[src.name]], guard)]
+            return [simt.SharedAddrOp(d, src.name, guard)]
         pre: list[Operation] = []
         return pre + [simt.AluOp("mov", d, [self.src32(inst, src, pre)], guard)]
 
@@ -674,8 +669,10 @@ class _Selector:
             raise unsupported(inst, inst.opcode.data)
         reg: RegAttr | None = None
         offset = addr.offset
+        pre: list[Operation] = []
         if isinstance(addr.base, ptx.Sym) and addr.base.name in self.shared:
-            offset += self.shared[addr.base.name]
+            reg = self.fresh()
+            pre.append(simt.SharedAddrOp(reg, addr.base.name))
         elif isinstance(addr.base, ptx.Reg) and self.bits(addr.base.name) == 32:
             reg = self.vreg(addr.base.name)
         elif isinstance(addr.base, ptx.Reg) and addr.base.name in self.wide and \
@@ -684,9 +681,8 @@ class _Selector:
         else:
             raise unsupported(inst, inst.opcode.data, "a shared address that is not a "
                               "shared variable plus an offset")
-        pre: list[Operation] = []
         if base == "ld":
-            return [simt.LdOp(self.dst32(inst, args[0]), "shared", reg, offset, None, guard)]
+            return pre + [simt.LdOp(self.dst32(inst, args[0]), "shared", reg, offset, None, guard)]
         if base == "st":
             value = self.src32(inst, args[1], pre)
             return pre + [simt.StOp("shared", reg, offset, value, None, guard)]
@@ -825,7 +821,7 @@ class _Selector:
             own = self.own_vreg(args[0].name)
             self.define_wide(inst, args[0].name, Wide("shared", own,
                                                       stable=self.def_count[args[0].name] == 1))
-            return [simt.AluOp("mov", own, [self.shared[args[1].name]], guard)]
+            return [simt.SharedAddrOp(own, args[1].name, guard)]
         if base == "mul" and mods == ("wide",) and t in ("s32", "u32"):
             return self.mul_wide(inst, guard)
         if base == "cvt" and len(opc.types) == 2 and opc.types[1] in ("s32", "u32") and \

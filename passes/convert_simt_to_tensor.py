@@ -39,6 +39,7 @@ from qgc.alu import Alu
 from qgc.diagnostics import location_prefix
 from qgc.dialects import simt
 from qgc.dialects import tensor as T
+from qgc.passes.simt_layout_memory import check_laid_out
 
 WORD = 32
 SLOTS = 127                    # rows of a memory head (slot 127 keeps the query exact)
@@ -489,4 +490,5 @@ class ConvertSimtToTensorPass(ModulePass):
         for kernel in simt.kernels_of(op):
             if any(isinstance(o, T.ProgramOp) for o in op.body.block.ops):
                 raise DiagnosticException("error: the module already holds a tensor program")
+            check_laid_out(kernel, "convert-simt-to-tensor")
             op.body.block.add_op(Lowering(kernel, self.max_warps).lower())

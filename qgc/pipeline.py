@@ -23,8 +23,8 @@ from qgc.passes import get_all_passes
 #: Registers are allocated before blocks are formed: spill code lengthens blocks.
 STAGE_PIPELINES: dict[str, str] = {
     "ptx": "ptx-remove-dead-functions",
-    "simt": "ptx-remove-dead-functions,convert-ptx-to-simt{mem-words=1024},simt-if-convert,simt-rename-webs,"
-            "simt-allocate-registers{regs=15 preds=8},"
+    "simt": "ptx-remove-dead-functions,convert-ptx-to-simt{mem-words=1024},simt-if-convert,"
+            "simt-rename-webs,simt-layout-memory,simt-allocate-registers{regs=15 preds=8},"
             "simt-form-blocks{max-ops=16 max-blocks=32}",
 }
 #: The tensor level keeps machine memory in one memory head per port (127 rows).

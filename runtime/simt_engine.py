@@ -84,6 +84,8 @@ class Layout:
 
     def regions(self, kernel: simt.KernelOp) -> dict[str, int]:
         out = {"params": len(kernel.params), "bounds": self.bounds}
+        if kernel.wide_params():
+            out["high words"] = len(kernel.wide_params())
         for i, size in self.sizes.items():
             out[f"buffer {i} ({kernel.params[i][0]})"] = size
         if self.shared_words:
@@ -781,6 +783,10 @@ def run_simt(module: Operation, launch: Launch,
              max_steps: int = DEFAULT_MAX_STEPS) -> SimtResult:
     """Run `launch` on the `simt.kernel` in `module`; see the module docstring."""
     kernel = pick_kernel(module, launch.kernel)
+    if kernel.shared_vars is not None:     # selected, not yet laid out: lay out a copy
+        from qgc.passes.simt_layout_memory import layout_memory
+        kernel = kernel.clone()
+        layout_memory(kernel)
     layout = memory_layout(kernel, launch)
     mem = layout.words
     comp = _Compiler(kernel, layout, mem)

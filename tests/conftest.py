@@ -37,3 +37,45 @@ def _hypothesis_profiles() -> None:
 
 
 _hypothesis_profiles()
+
+
+def on_random_programs(families: list[str], examples: int, pipeline: str, check,
+                       refusals: tuple[str, ...] = ("is not yet supported by the machine",)
+                       ) -> int:
+    """Draw programs of the testsuite/gen `families`, compile each with
+    `pipeline` and call `check(program, module, launch)`. A program the
+    pipeline refuses must say why with one of `refusals`; a launch past the
+    machine's memory must name the limit. Returns how many programs ran."""
+    hypothesis = pytest.importorskip("hypothesis")
+    import sys
+
+    from qgc import driver
+    from qgc.context import make_context
+    from qgc.diagnostics import QgcError
+    from qgc.frontend import parse_ptx
+    from qgc.runtime.launch import LaunchError, load_launch
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from testsuite.gen import programs
+    ran = [0]
+
+    @hypothesis.settings(max_examples=examples, deadline=None, database=None,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(hypothesis.strategies.sampled_from(families).flatmap(programs))
+    def one(p):
+        module = parse_ptx(p.ptx, "gen.ptx")
+        try:
+            driver.apply(make_context(), module, pipeline)
+        except QgcError as err:
+            assert any(r in str(err) for r in refusals), str(err)
+            return
+        launch = load_launch(p.launch)
+        try:
+            check(p, module, launch)
+        except LaunchError as err:  # buffers past the machine's memory: a limit, said so
+            assert "(option mem-words)" in str(err), str(err)
+            return
+        ran[0] += 1
+
+    one()
+    return ran[0]

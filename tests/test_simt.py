@@ -23,7 +23,7 @@ import sys
 import pytest
 from xdsl.utils.exceptions import VerifyException
 
-from conftest import EXAMPLES, REPO, example_dirs
+from conftest import EXAMPLES, REPO, example_dirs, on_random_programs
 from qgc import driver
 from qgc.cli import main
 from qgc.diagnostics import QgcError
@@ -409,35 +409,11 @@ def test_cli_stats_at_the_simt_level(capsys):
 # --------------------------------------------------------- random programs
 
 def _random_programs_agree(family: str, examples: int):
-    hypothesis = pytest.importorskip("hypothesis")
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from qgc.context import make_context
-    from qgc.frontend import parse_ptx
-    from testsuite.gen import programs
-    seen = {"ran": 0}
-
-    @hypothesis.settings(max_examples=examples, deadline=None, database=None,
-                         suppress_health_check=list(hypothesis.HealthCheck))
-    @hypothesis.given(programs(family))
-    def check(p):
-        module = parse_ptx(p.ptx, "gen.ptx")
-        try:
-            driver.apply(make_context(), module, PIPELINE)
-        except QgcError as err:
-            assert "is not yet supported by the machine" in str(err), str(err)
-            return
-        launch = load_launch(p.launch)
-        try:
-            got = run_simt(module, launch).buffers
-        except LaunchError as err:     # buffers past the machine's memory: a limit, said so
-            assert "(option mem-words)" in str(err), str(err)
-            return
+    def check(p, module, launch):
+        got = run_simt(module, launch).buffers
         assert _bits(got, launch) == _bits(p.expected, launch), p.ptx
-        seen["ran"] += 1
 
-    check()
-    assert seen["ran"] > 0
+    assert on_random_programs([family], examples, PIPELINE, check) > 0
 
 
 def test_random_straight_line_programs_agree_with_the_oracle():

@@ -13,13 +13,12 @@ spilled code must compute exactly what the unspilled code does.
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 from test_simt import ALSO_ACCEPTED, COMPILERS, SKELETON, _bits, compile_simt
 from xdsl.utils.exceptions import VerifyException
 
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, REPO, on_random_programs
 from qgc import driver
 from qgc.diagnostics import QgcError, location_prefix
 from qgc.dialects import simt
@@ -106,37 +105,18 @@ def test_lit_kernels_run_the_same_spilled(ctx, kernel, n, grid, block):
 # ------------------------------------------------------------ random programs
 
 def _random_programs_agree(family: str, examples: int, regs: int = 4) -> None:
-    hypothesis = pytest.importorskip("hypothesis")
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from qgc.context import make_context
-    from qgc.frontend import parse_ptx
-    from testsuite.gen import programs
-    seen = {"ran": 0, "spilled": 0}
+    spilled = [0]
 
-    @hypothesis.settings(max_examples=examples, deadline=None, database=None,
-                         suppress_health_check=list(hypothesis.HealthCheck))
-    @hypothesis.given(programs(family))
-    def check(p):
-        module = parse_ptx(p.ptx, "gen.ptx")
-        try:
-            driver.apply(make_context(), module, with_regs(regs))
-        except QgcError as err:     # with 4 registers never "even after spilling"
-            assert "is not yet supported by the machine" in str(err) or \
-                regs < 4 and "even after spilling" in str(err), str(err)
-            return
-        launch = load_launch(p.launch)
-        try:
-            got = run_simt(module, launch).buffers
-        except LaunchError as err:
-            assert "(option mem-words)" in str(err), str(err)
-            return
+    def check(p, module, launch):
+        got = run_simt(module, launch).buffers
         assert _bits(got, launch) == _bits(p.expected, launch), p.ptx
-        seen["ran"] += 1
-        seen["spilled"] += simt.kernels_of(module)[0].spilled is not None
+        spilled[0] += simt.kernels_of(module)[0].spilled is not None
 
-    check()
-    assert seen["spilled"] > 0 and seen["ran"] > 0
+    # with 4 registers never "even after spilling"
+    refusals = ("is not yet supported by the machine",) + \
+        (("even after spilling",) if regs < 4 else ())
+    assert on_random_programs([family], examples, with_regs(regs), check, refusals) > 0
+    assert spilled[0] > 0
 
 
 @pytest.mark.parametrize("family, examples, regs", [

@@ -1,8 +1,9 @@
-// Shared memory and barriers: `.shared` variables laid out in the CTA's shared
-// window (byte offsets, `shared_words` on the kernel), a shared address from
-// `mov.u32 %r, sym` kept in bytes, `[sym+off]` folded to a constant address, and
-// `bar.sync 0` ending its block as `simt.barrier`.
+// Shared memory and barriers: `.shared` variables declared on the kernel
+// (`shared_vars`), their addresses named by `simt.shared_addr` (in bytes), and
+// `bar.sync 0` ending its block as `simt.barrier`; simt-layout-memory then places
+// them in the CTA's window (`shared_words`) and folds `[sym+off]` to a constant.
 // RUN: qgc-opt %s -p convert-ptx-to-simt | filecheck %s
+// RUN: qgc-opt %s -p convert-ptx-to-simt,simt-layout-memory | filecheck %s --check-prefix=LAID
 
 builtin.module {
   ptx.module "8.5" "sm_75" 64 {
@@ -24,12 +25,23 @@ builtin.module {
   }
 }
 
-// CHECK:      simt.kernel @k(ptr k_param_0) lanes 4 mem_words 1024 shared_words 6 {
-// CHECK:        simt.alu "mov" v1, 16
-// CHECK-NEXT:   simt.alu "shl" v2, v0, 2
-// CHECK-NEXT:   simt.alu "add" v3, v1, v2
-// CHECK-NEXT:   simt.st shared[v3 + 0], v0
+// CHECK:      simt.kernel @k(ptr k_param_0) lanes 4 mem_words 1024 shared_vars (s: 16 align 4, t: 8 align 4) {
+// CHECK:        simt.shared_addr [[T:v[0-9]+]], "t"
+// CHECK-NEXT:   simt.alu "shl" [[OFF:v[0-9]+]], v0, 2
+// CHECK-NEXT:   simt.alu "add" [[A:v[0-9]+]], [[T]], [[OFF]]
+// CHECK-NEXT:   simt.st shared[[[A]] + 0], v0
 // CHECK-NEXT:   simt.barrier ^bb1
 // CHECK-NEXT: ^bb1:
-// CHECK-NEXT:   simt.ld v4, shared[12]
+// CHECK-NEXT:   simt.shared_addr [[S:v[0-9]+]], "s"
+// CHECK-NEXT:   simt.ld {{v[0-9]+}}, shared[[[S]] + 12]
 // CHECK-NEXT:   simt.exit
+
+// LAID:      simt.kernel @k(ptr k_param_0) lanes 4 mem_words 1024 shared_words 6 {
+// LAID:        simt.alu "mov" [[T:v[0-9]+]], 16
+// LAID-NEXT:   simt.alu "shl" [[OFF:v[0-9]+]], v0, 2
+// LAID-NEXT:   simt.alu "add" [[A:v[0-9]+]], [[T]], [[OFF]]
+// LAID-NEXT:   simt.st shared[[[A]] + 0], v0
+// LAID-NEXT:   simt.barrier ^bb1
+// LAID-NEXT: ^bb1:
+// LAID-NEXT:   simt.ld {{v[0-9]+}}, shared[12]
+// LAID-NEXT:   simt.exit

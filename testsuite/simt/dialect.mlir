@@ -3,8 +3,15 @@
 // RUN: QGC_ROUNDTRIP
 // RUN: QGC_GENERIC_ROUNDTRIP
 // RUN: not qgc-opt %inputs/simt/too_many_ops.mlir 2>&1 | filecheck %s --check-prefix=OPS
+// RUN: not qgc-opt %inputs/simt/undeclared_shared.mlir 2>&1 | filecheck %s --check-prefix=SHARED
+// SHARED: error: simt.shared_addr: 'u' is not a .shared variable of kernel 'k' (shared_vars)
 
 builtin.module {
+  simt.kernel @tiles(u32 n) lanes 4 mem_words 128 shared_vars (tile: 64 align 16, "s$": extern align 4) {
+    simt.shared_addr v0, "tile"
+    simt.shared_addr v1, "s$" guard vp0
+    simt.exit
+  }
   simt.kernel @dot(ptr a, ptr b, ptr "$c", u32 n) lanes 4 mem_words 128 max_blocks 32 max_ops 8 regs 15 preds 8 {
     simt.ld r0, param[3]
     simt.special r1, "tid.x"
