@@ -1,4 +1,4 @@
-"""`simt-form-blocks{max-ops=16 max-blocks=32}`: machine blocks of at most
+"""`simt-form-blocks{max-ops=16 max-blocks=64}`: machine blocks of at most
 `max-ops` ops, at most `max-blocks` of them.
 
 One machine block is what a warp executes in one step (one EXEC token), so

@@ -399,7 +399,7 @@ def test_cli_stats_at_the_simt_level(capsys):
                  str(EXAMPLES / "vector_add" / "launch.json")]) == 0
     out = capsys.readouterr().out
     assert "kernel 'vector_add' (ptx level)" in out
-    assert re.search(r"kernel 'vector_add' \(simt level\): 1 blocks of 32, 16 ops, ops per "
+    assert re.search(r"kernel 'vector_add' \(simt level\): 1 blocks of 64, 16 ops, ops per "
                      r"block max 16 of 16 mean 16\.00, registers \d+ of 15 per lane", out)
     assert "memory 34 of 127 words (params 4, bounds 6, buffer 0 (vector_add_param_0) 8" in out
     assert "2 EXEC steps over 2 warps in 2 CTAs (per warp: 1 1)" in out
