@@ -63,8 +63,7 @@ def virtual_access(op: Operation) -> tuple[list[Hashable], list[Hashable]]:
     return _virtual(uses), _virtual(defs)  # type: ignore[arg-type]
 
 
-def join_webs(kernel: simt.KernelOp, webs: Webs
-                  ) -> dict[tuple[Operation, Hashable], Definition]:
+def join_webs(kernel: simt.KernelOp, webs: Webs) -> dict[tuple[Operation, Hashable], Definition]:
     """Join the definitions that reach each use; returns a definition of each
     use's web."""
     cfg = Cfg.of(kernel)

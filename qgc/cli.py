@@ -125,7 +125,8 @@ def _compile(args: argparse.Namespace) -> int:
         # take yet, or a schedule that does not fit the layers, is reported, not fatal
         machine, sep, tensor = spec.partition(",convert-simt-to-tensor")
         driver.apply(ctx, module, machine, dumps)
-        schedule_note = _try_tensor_level(ctx, module, (sep + tensor)[1:], dumps)
+        if sep:
+            schedule_note = _try_tensor_level(ctx, module, sep[1:] + tensor, dumps)
     else:
         driver.apply(ctx, module, spec, dumps)
     if args.stats:
@@ -150,32 +151,20 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _try_tensor_level(ctx, module, spec: str, dumps) -> str | None:
-    """Lower a copy of the machine program to the tensor level, scheduled;
-    on success the module becomes that, else the reason, as an info line."""
+    """Lower the machine program to the tensor level and schedule it; a kernel
+    the tensor level does not take yet, or a schedule that does not fit the
+    layers, becomes an info line (a failed lowering leaves the module as it was)."""
     from qgc import driver
-    if not spec:
-        return None
-    lowered = module.clone()
     convert, sep, schedule = spec.partition(",tensor-schedule-layers")
     try:
-        driver.apply(ctx, lowered, convert, dumps)
+        driver.apply(ctx, module, convert, dumps)
     except QgcError as err:     # the machine's stats stand; say why there are no more
         return f"qgc info: no tensor level: {str(err).strip().splitlines()[0]}"
-    _replace_body(module, lowered)
     try:
         driver.apply(ctx, module, (sep + schedule)[1:], dumps)
     except QgcError as err:
         return f"qgc info: no layer schedule: {err}"
     return None
-
-
-def _replace_body(module, other) -> None:
-    for op in list(module.body.block.ops):
-        op.detach()
-        op.erase()
-    for op in list(other.body.block.ops):
-        op.detach()
-        module.body.block.add_op(op)
 
 
 #: engine → the stage whose IR it executes; engines missing here do not exist yet.

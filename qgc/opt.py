@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qgc import __version__
@@ -47,8 +48,8 @@ def main(args: Sequence[str] | None = None) -> int:
     except QgcError as err:
         print(str(err), file=sys.stderr)
         return err.status
-    except Exception as err:  # parse and verify errors: one message, no traceback
-        print(f"qgc-opt: error: {err}", file=sys.stderr)
+    except (Exception, ArgSpecParseError) as err:  # parse, verify and pipeline errors:
+        print(f"qgc-opt: error: {err}", file=sys.stderr)  # one message, no traceback
         return 1
     return 0
 

@@ -15,6 +15,7 @@ from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import ArgSpecParseError
 
 from qgc.diagnostics import QgcError
 from qgc.passes import get_all_passes
@@ -79,7 +80,8 @@ def parse_pipeline(spec: str) -> PassPipeline:
     except ValueError as err:
         raise QgcError(f"error: {err} (known passes: {', '.join(get_all_passes())})",
                        status=2) from None
-    except Exception as err:  # malformed spec text, bad option values
+    except (Exception, ArgSpecParseError) as err:  # malformed spec text, bad option values
+        # xDSL's spec parse error derives from BaseException, not Exception
         raise QgcError(f"error: invalid pass pipeline '{spec}': {err}", status=2) from None
 
 
