@@ -585,6 +585,8 @@ class Alu:
                 rows.append((f, 2))
                 where.append(k)
         cols: list[list[Form]] = [[] for _ in range(w)]
+        if not rows:        # a factor is the constant 0: no products at all
+            return cols
         for c, f in zip(where, self.bits(self.emit(rows)), strict=True):
             if not (f.is_const and f.const == 0):
                 cols[c].append(f)

@@ -198,6 +198,24 @@ def test_constant_operands_fold():
         assert not isinstance(owner, T.ThresholdOp) or not owner.gadget_neuron_count()
 
 
+def test_a_zero_factor_leaves_no_products():
+    """Regression (matmul4x4 at the tensor level): `mul_lo`/`mad_lo` with the
+    constant 0 as a factor build no partial products at all; x·0 is 0 and
+    x·0 + z is z, with no empty threshold."""
+    b = T.ProgramBuilder("zero_factor")
+    alu = Alu(b)
+    x, z = b.input("x", 32), b.input("z", 32)
+    zero = alu.const(0, 32)
+    b.output("mul", alu.mul_lo(x, zero))
+    b.output("mad", alu.mad_lo(zero, x, z))
+    program = b.program
+    program.verify()
+    for a, c in zip(EDGES, reversed(EDGES), strict=True):
+        out, _ = run_tensor(program, {"x": to_bits(a, 32), "z": to_bits(c, 32)})
+        assert from_bits(out["mul"]) == 0
+        assert from_bits(out["mad"]) == c
+
+
 # ----------------------------------------------------------------- depth
 
 #: Scheduled layers at W = 32 on the 2B shape: regressions show here.
