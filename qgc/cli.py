@@ -134,9 +134,7 @@ def _compile(args: argparse.Namespace) -> int:
         if args.launch:
             from qgc.runtime.launch import load_launch
             launch = load_launch(Path(args.launch))
-        print(format_stats(module, launch, before=before))
-        if schedule_note:
-            print(schedule_note)
+        print(format_stats(module, launch, before=before, tensor_note=schedule_note))
         return 0
     if args.output is not None:
         if args.passes is not None or args.emit is not None:

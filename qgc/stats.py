@@ -136,10 +136,11 @@ def tensor_lines(module: builtin.ModuleOp) -> list[str]:
 
 
 def format_stats(module: builtin.ModuleOp, launch=None, before: str | None = None,
-                 ptx_only: bool = False) -> str:
+                 ptx_only: bool = False, tensor_note: str | None = None) -> str:
     """Resources at every level the module has been through: `before` holds the
     ptx-level lines taken before the pipeline ran; `launch` adds the memory map
-    and EXEC steps of one launch on the simt engine."""
+    and EXEC steps of one launch on the simt engine; `tensor_note` says why the
+    tensor level is missing or unscheduled, when the compile tried it."""
     lines = ptx_lines(module) if before is None else (before.splitlines() if before else [])
     if ptx_only:
         return "\n".join(lines)
@@ -151,6 +152,8 @@ def format_stats(module: builtin.ModuleOp, launch=None, before: str | None = Non
         lines.append("qgc info: machine-level resources (blocks, registers, memory words) "
                      "need the simt stage (--emit=simt or a full compile)")
     tl = tensor_lines(module)
-    lines += tl or ["qgc info: layers, heads and MLP neurons need the tensor stage "
-                    "(--emit=tensor or a full compile)"]
+    if not tl and tensor_note is None:
+        tl = ["qgc info: layers, heads and MLP neurons need the tensor stage "
+              "(--emit=tensor or a full compile)"]
+    lines += tl + ([tensor_note] if tensor_note else [])
     return "\n".join(lines)
