@@ -126,6 +126,20 @@ def test_random_spilled_programs_agree_with_the_oracle(family, examples, regs):
     _random_programs_agree(family, examples, regs)
 
 
+@pytest.mark.parametrize("family", ["int32", "branch", "shared", "atomic"])
+def test_random_programs_in_small_blocks_with_spills_agree(family):
+    """Spill code and block formation together: 4 registers and blocks of at
+    most 3 ops, so spills, reloads and the ops they serve land in different
+    blocks (and EXEC steps); the buffers stay the oracle's."""
+    pipeline = with_regs(4).replace("max-ops=16", "max-ops=3")
+
+    def check(p, module, launch):
+        got = run_simt(module, launch).buffers
+        assert _bits(got, launch) == _bits(p.expected, launch), p.ptx
+
+    assert on_random_programs([family], 20, pipeline, check) > 0
+
+
 # ------------------------------------------------------------ limits and memory
 
 DOT = EXAMPLES / "dot" / "dot.ptx"
