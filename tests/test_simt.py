@@ -439,6 +439,13 @@ def test_random_shared_memory_programs_agree_with_the_oracle():
     _random_programs_agree("shared", 40)
 
 
+def test_random_64_bit_programs_agree_with_the_oracle():
+    """64-bit integers as register pairs: add/sub with carry, mul.lo/hi,
+    mul.wide, shifts, compares, conversions between widths, 64-bit loads and
+    stores."""
+    _random_programs_agree("int64", 20)
+
+
 def test_random_atomic_programs_agree_with_the_oracle():
     """Atomics with lane conflicts on one word, every operation of the menu."""
     _random_programs_agree("atomic", 40)

@@ -126,12 +126,13 @@ def test_random_spilled_programs_agree_with_the_oracle(family, examples, regs):
     _random_programs_agree(family, examples, regs)
 
 
-@pytest.mark.parametrize("family", ["int32", "branch", "shared", "atomic"])
+@pytest.mark.parametrize("family", ["int32", "int64", "branch", "shared", "atomic"])
 def test_random_programs_in_small_blocks_with_spills_agree(family):
     """Spill code and block formation together: 4 registers and blocks of at
     most 3 ops, so spills, reloads and the ops they serve land in different
     blocks (and EXEC steps); the buffers stay the oracle's."""
-    pipeline = with_regs(4).replace("max-ops=16", "max-ops=3")
+    pipeline = with_regs(4).replace("max-ops=16", "max-ops=3").replace("max-blocks=64",
+                                                                     "max-blocks=512")
 
     def check(p, module, launch):
         got = run_simt(module, launch).buffers
