@@ -75,9 +75,6 @@ def unsupported(op: Operation, what: str, reason: str = "") -> DiagnosticExcepti
                                f"supported by the machine{tail}")
 
 
-_to_i32 = to_i32
-
-
 @dataclass
 class _PBlock:
     labels: list[str] = field(default_factory=list)
@@ -393,7 +390,7 @@ class _Selector:
         bits = ptx.TYPE_BITS[t]
         if isinstance(operand, ptx.Imm) and not operand.is_float:
             value = operand.value & ((1 << bits) - 1)
-            return _to_i32(value - (1 << bits) if signed and value >> (bits - 1) else value)
+            return to_i32(value - (1 << bits) if signed and value >> (bits - 1) else value)
         if not isinstance(operand, ptx.Reg) or operand.negated or \
                 self.bits(operand.name) not in (8, 16, 32):
             raise unsupported(inst, inst.opcode.data, _why_not_32(operand, self))
@@ -432,7 +429,7 @@ class _Selector:
         if isinstance(operand, ptx.Imm):
             if operand.is_float and operand.bits != 32:
                 raise unsupported(inst, inst.opcode.data, "a 64-bit float immediate")
-            return _to_i32(operand.value)
+            return to_i32(operand.value)
         if isinstance(operand, ptx.Sym) and operand.name == "WARP_SZ":
             return simt.LANES
         if isinstance(operand, ptx.Reg) and not operand.negated:
@@ -942,7 +939,7 @@ class _Selector:
         a = self.wide_src(inst, a_op)
         pre: list[Operation] = []
         if isinstance(b_op, ptx.Imm) and not b_op.is_float:
-            offset: RegAttr | int = _to_i32(b_op.value)
+            offset: RegAttr | int = to_i32(b_op.value)
         else:
             b = self.wide_src(inst, b_op)
             if base == "add" and b.kind == "shared":
@@ -1006,7 +1003,7 @@ class _Selector:
             if words == 0:
                 return self.view(inst, guard, ptr)
             self.define_wide(inst, dst.name, Wide("ptr", own, ptr.prov, stable=single))
-            return [simt.AluOp("add", own, [ptr.vreg, _to_i32(words)], guard)]
+            return [simt.AluOp("add", own, [ptr.vreg, to_i32(words)], guard)]
         if not isinstance(offset, Wide) or offset.kind != "int":
             raise unsupported(inst, inst.opcode.data, "64-bit arithmetic other than a pointer "
                               "plus an offset")

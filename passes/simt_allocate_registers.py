@@ -282,8 +282,10 @@ def least_registers(order: list[Operation]) -> tuple[int, Operation]:
     return need(op), op
 
 
-def spill_until_it_fits(kernel: simt.KernelOp, regs: int) -> Spiller:
-    """Spill and rescan until at most `regs` 32-bit ranges are live at once."""
+def spill_until_it_fits(kernel: simt.KernelOp, regs: int
+                        ) -> tuple[Spiller, dict[Hashable, Interval], list[Operation]]:
+    """Spill and rescan until at most `regs` 32-bit ranges are live at once;
+    returns the spiller and the live ranges (with the ops in order) that fit."""
     spiller = Spiller(kernel)
     while True:
         intervals, order = live_intervals(kernel, temps=spiller.temps)
@@ -297,7 +299,7 @@ def spill_until_it_fits(kernel: simt.KernelOp, regs: int) -> Spiller:
                 f"{simt.plural(need, 'register')} per lane at {_where(op)} even "
                 f"after spilling, the machine has {regs} (option regs)")
         if not victims:
-            return spiller
+            return spiller, intervals, order
         spiller.spill(victims, order)
 
 
@@ -363,8 +365,7 @@ def allocate(kernel: simt.KernelOp, regs: int, preds: int) -> None:
     if kernel.regs is not None:
         return  # already allocated
     _check_not_mixed(kernel)
-    spiller = spill_until_it_fits(kernel, regs)
-    intervals, order = live_intervals(kernel, temps=spiller.temps)
+    spiller, intervals, order = spill_until_it_fits(kernel, regs)
     mapping: dict[RegAttr, RegAttr] = {}
     for virtual, physical, limit, what, option in (
             ("v", "r", regs, "register", "regs"), ("vp", "p", preds, "predicate register",

@@ -22,7 +22,7 @@ after it (docs/machine.md, "Memory").
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -31,7 +31,9 @@ from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from qgc.dataflow import register_defs, register_uses
 from qgc.dialects import ptx, simt
+from qgc.dialects.simt import RegAttr
 
 
 def window_offsets(shared: list[simt.SharedVar]) -> tuple[dict[str, int], int, int | None]:
@@ -52,46 +54,44 @@ def window_offsets(shared: list[simt.SharedVar]) -> tuple[dict[str, int], int, i
     return offsets, end, dynamic
 
 
-def _foldable(kernel: simt.KernelOp, op: simt.SharedAddrOp, defs: Counter) -> list[simt.MemoryOp]:
+def _foldable(op: simt.SharedAddrOp, defs: Counter, users: dict[RegAttr, list]
+              ) -> list[simt.MemoryOp]:
     """The shared accesses whose base is the op's register, when those are
     its only uses and the op its only definition; else []."""
     reg = op.dst
     if defs[reg] != 1:
         return []
-    users: list[simt.MemoryOp] = []
-    for block in kernel.body.blocks:
-        for other in block.ops:
-            uses = other.uses() if isinstance(other, simt.MachineOp | simt.BranchOp) else []
-            if reg not in uses:
-                continue
-            if not (isinstance(other, simt.MemoryOp) and other.space.data == "shared" and
-                    other.base == reg and uses.count(reg) == 1):
-                return []
-            users.append(other)
-    return users
+    uses = users.get(reg, [])
+    if all(isinstance(u, simt.MemoryOp) and u.space.data == "shared" and u.base == reg and
+           register_uses(u).count(reg) == 1 for u in uses):
+        return uses
+    return []
 
 
 def layout_memory(kernel: simt.KernelOp) -> None:
     if kernel.shared_vars is None:
         return
     offsets, static_bytes, dynamic = window_offsets(simt.shared_vars_of(kernel.shared_vars))
-    defs = Counter(r for block in kernel.body.blocks for op in block.ops
-                   if isinstance(op, simt.MachineOp) for r in op.defs())
-    for block in kernel.body.blocks:
-        for op in list(block.ops):
-            if not isinstance(op, simt.SharedAddrOp):
-                continue
-            offset = offsets[op.var.data]
-            users = _foldable(kernel, op, defs)
-            for user in users:
-                del user.properties["base"]
-                user.properties["offset"] = IntegerAttr(user.offset.value.data + offset, i64)
-            if not users:
-                mov = simt.AluOp("mov", op.dst, [offset], op.guard)
-                mov.location = op.location
-                block.insert_op_before(mov, op)
-            op.detach()
-            op.erase()
+    ops = [op for block in kernel.body.blocks for op in block.ops]
+    defs = Counter(r for op in ops for r in register_defs(op))
+    users: dict[RegAttr, list] = defaultdict(list)
+    for op in ops:
+        for r in dict.fromkeys(register_uses(op)):
+            users[r].append(op)
+    for op in ops:
+        if not isinstance(op, simt.SharedAddrOp):
+            continue
+        offset = offsets[op.var.data]
+        folded = _foldable(op, defs, users)
+        for user in folded:
+            del user.properties["base"]
+            user.properties["offset"] = IntegerAttr(user.offset.value.data + offset, i64)
+        if not folded:
+            mov = simt.AluOp("mov", op.dst, [offset], op.guard)
+            mov.location = op.location
+            op.parent_block().insert_op_before(mov, op)
+        op.detach()
+        op.erase()
     del kernel.properties["shared_vars"]
     if static_bytes:
         kernel.set_limit("shared_words", (static_bytes + 3) // 4)

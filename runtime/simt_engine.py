@@ -637,8 +637,6 @@ class _Compiler:
 
     def memory(self, op: simt.MemoryOp, lanes) -> Callable[[Warp], None]:
         mem, offset = self.mem, op.offset.value.data
-        if op.space.data == "spill":
-            return self.spill(op, lanes)
         if op.space.data == "param":
             assert isinstance(op, simt.LdOp)
             d = self.slot(op.dst)
@@ -647,10 +645,8 @@ class _Compiler:
                 for lane in lanes(w):
                     w.r[lane][d] = mem[offset]
             return ld_param
-        if op.space.data == "shared":
-            address = self.shared_address(op)
-        else:
-            address = self.global_address(op)
+        address = {"shared": self.shared_address, "spill": self.spill_address}.get(
+            op.space.data, self.global_address)(op)
         if isinstance(op, simt.LdOp):
             d = self.slot(op.dst)
 
@@ -666,28 +662,15 @@ class _Compiler:
             return st
         return self.atom(op, lanes, address, value)
 
-    def spill(self, op: simt.MemoryOp, lanes) -> Callable[[Warp], None]:
+    def spill_address(self, op: simt.MemoryOp) -> Callable[[Warp, int], int]:
         """A reload or spill: slot `offset` of each executing lane's own thread
         (the verifier keeps the slot inside the kernel's spill_words)."""
-        mem, area, slot = self.mem, self.layout.spill, op.offset.value.data
+        area, slot = self.layout.spill, op.offset.value.data
         assert area is not None and 0 <= slot < area.words
 
         def word(w: Warp, lane: int) -> int:
             return area.word(w.cta, w.index * simt.LANES + lane, slot)
-        if isinstance(op, simt.LdOp):
-            d = self.slot(op.dst)
-
-            def reload(w: Warp) -> None:
-                for lane in lanes(w):
-                    w.r[lane][d] = mem[word(w, lane)]
-            return reload
-        assert isinstance(op, simt.StOp)
-        value = self.reader(op.value)
-
-        def spill(w: Warp) -> None:
-            for lane in lanes(w):
-                mem[word(w, lane)] = value(w, lane) & M32
-        return spill
+        return word
 
     def shared_address(self, op: simt.MemoryOp) -> Callable[[Warp, int], int]:
         """Byte address in the CTA's shared window → the machine word."""
