@@ -4,7 +4,7 @@ PIP ?= $(PYTHON) -m pip
 LIT_JOBS ?= 2
 DOT = examples/dot
 
-.PHONY: help install demo test test-py test-lit lint docs ptx check-docs bench
+.PHONY: help install demo test test-full test-py test-lit lint docs ptx check-docs bench
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -22,6 +22,10 @@ demo: install ## compile the dot product and run it with the best engine there i
 
 test: install ## run every test: pytest, then lit
 	$(MAKE) --no-print-directory test-py test-lit
+
+test-full: install ## every test, with the long runs CI leaves out (every kernel at every level)
+	$(PYTHON) -m pytest -m ''
+	$(MAKE) --no-print-directory test-lit
 
 test-py: ## pytest only
 	$(PYTHON) -m pytest

@@ -1,31 +1,39 @@
 """`convert-simt-to-tensor{max-warps=8}`: one machine step as one `tensor.program`.
 
-The program is what *every* GPU token computes on its way through the compiled
-layers (qgc.protocol names the tokens); the simt kernel stays in the module
-beside it (the runtime lays memory out from it). Per token kind:
+The program is what *every* GPU token computes on its way through the
+compiled layers (qgc.protocol names the tokens); the simt kernel stays in the
+module beside it (the runtime lays memory out from it). Per token kind:
 
 - records (`A`, `D`): layer 0 stages the record's address and bytes in
   one-slot memories; the record's top byte assembles the word and *commits*
-  it into every copy of the machine memory (one head per read port, all
-  written by the same commit);
-- `EXEC(w, b)`: machine block b of warp w, its ops per lane as exact bit
-  circuits (`qgc.alu`), each op's lanes gated by the lane's activity and the
-  op's guard; loads read their ports, stores and atomics become the step's
-  records, written with the block's next block into the *outbox* (one-slot
-  memories that later tokens of the step read);
+  it into every copy of the state it addresses: the machine memory (one head
+  per read port), the launch area (the same), or the executing warp's
+  register file (one head per lane and read port, keyed by warp and
+  register; the warp is staged by the `EXEC` token);
+- `EXEC(w, b)`: machine block b of warp w. The warp's `lanes` word gives each
+  lane's next block (relative to b), exited and waiting bits: a lane runs if
+  it waits at b (and is not held at a barrier the host has not released).
+  The block's live-in registers come from the register file through shared
+  read ports (the `EXEC` token carries their keys), its predicates from the
+  warp's `preds` word. Ops are exact bit circuits per lane (`qgc.alu`);
+  loads read their ports and see the block's earlier stores (forwarding);
+  stores, atomics, the registers the block leaves live and the changed
+  control words become the step's *records*, written with the step's end
+  (the warp's next block by min-PC, or a barrier wait) into the *outbox*
+  (one-slot memories that later tokens of the step read). Every block's
+  circuits run; the executing block's results are selected by its one-hot;
 - every token then names the next token of the trace: the first record of the
   step (after `EXEC`), the record's next byte (after `A`, `D`), the next
-  record or `END` (after a top byte).
+  record or `END`/`BAR` (after a top byte).
 
-Memory: record addresses have 8 bits; addresses below 128 are the word memory
-(`simt.kernel` `mem_words` ≤ 127), those from 128 the launch area (launch
-constants `ntid`/`nctaid` at slots 0–5; per warp w at 64 + 8w: `ctaid.x/y/z`,
-the lane-0 `tid.x`, the mask of lanes without a thread).
+Memory: record addresses have 9 bits (qgc.protocol): below 128 the word
+memory (`simt.kernel` `mem_words` ≤ 127), 128–255 the launch area
+(`protocol.LaunchArea`), 256–383 the registers of the executing warp.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -36,6 +44,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from qgc import protocol as P
 from qgc.alu import Alu
+from qgc.dataflow import Cfg, kept_by_guarded_writes, liveness, register_access
 from qgc.diagnostics import location_prefix
 from qgc.dialects import simt
 from qgc.dialects import tensor as T
@@ -44,17 +53,12 @@ from qgc.passes.simt_layout_memory import check_laid_out
 WORD = 32
 SLOTS = 127                    # rows of a memory head (slot 127 keeps the query exact)
 KEY_BITS = 7
+WARP_KEY_BITS = 3
 REC_BITS = 1 + P.ADDRESS_BITS + WORD   # valid, address, value
-#: launch-area slots (qgc.protocol.LAUNCH_AREA + slot)
-LAUNCH_CONSTANTS = {"ntid.x": 0, "ntid.y": 1, "ntid.z": 2,
-                    "nctaid.x": 3, "nctaid.y": 4, "nctaid.z": 5}
-WARP_FIELDS = {"ctaid.x": 0, "ctaid.y": 1, "ctaid.z": 2, "tid.x": 3, "inactive": 4}
-WARP_AREA = 64
-WARP_STRIDE = 8
-
-
-def launch_slot_of_warp(warp: int, field_name: str) -> int:
-    return WARP_AREA + WARP_STRIDE * warp + WARP_FIELDS[field_name]
+END_BITS = P.BLOCK_BITS + 2            # next block, exited, barrier
+MAX_WARPS = 8
+PREDS = 8                              # predicate bits per lane in the `preds` word
+LA = P.LaunchArea
 
 
 def unsupported(op, what: str) -> DiagnosticException:
@@ -75,8 +79,38 @@ class _Reg:
 @dataclass
 class _Record:
     valid: SSAValue
-    address: SSAValue          # 8 bits
+    address: SSAValue          # P.ADDRESS_BITS bits
     value: SSAValue            # 32 bits
+
+
+@dataclass
+class _Write:
+    """A memory write of the step so far, for loads that follow it: `where`
+    is what static disambiguation knows ('global N', 'shared', ('spill', lane,
+    slot)); `key` the word address, `en` whether it happens."""
+
+    where: object
+    key: SSAValue
+    en: SSAValue
+    value: SSAValue
+
+
+@dataclass
+class _Control:
+    """Per-lane control of the executing block."""
+
+    active: list[SSAValue]         # the lane runs this step
+    pc: list[SSAValue]             # its next block before the step (6 bits)
+    exited: list[SSAValue]
+    wait: list[SSAValue]           # still held at a barrier after this step
+    lanes_word: SSAValue
+
+
+@dataclass
+class _BlockResult:
+    records: list[_Record]
+    target: list[SSAValue]         # per lane: next block bits, exit, barrier (END_BITS - 0)
+    preds: SSAValue | None         # the new `preds` word, or None: unchanged
 
 
 @dataclass
@@ -88,35 +122,60 @@ class Lowering:
 
     def __post_init__(self) -> None:
         self.blocks = self.kernel.machine_blocks()
-        if self.kernel.mem_words.value.data > SLOTS:
-            raise DiagnosticException(
-                f"{location_prefix(self.kernel)}error: kernel '{self.kernel.kernel_name}' has "
-                f"{self.kernel.mem_words.value.data} memory words; a memory head of the tensor "
-                f"level holds {SLOTS} (option mem-words of convert-ptx-to-simt)")
-        if not 1 <= self.warps <= 8:
-            raise DiagnosticException("error: convert-simt-to-tensor: max-warps must be 1..8")
-        for name, ptype in self.kernel.params:
-            if ptype in simt.WIDE_SCALARS or ptype in ("ptr8", "ptr16"):
-                what = "a 64-bit scalar" if ptype in simt.WIDE_SCALARS else "a sub-word buffer"
-                raise unsupported(self.kernel, f"{what} parameter ('{name}', {ptype})")
-        if self.kernel.dynamic_shared is not None:
-            raise unsupported(self.kernel, "dynamic shared memory")
+        self.check_fits()
+        cfg = Cfg.of(self.kernel)
+        keeps = kept_by_guarded_writes(cfg, register_access)
+        self.live_in, self.live_out = liveness(cfg, register_access, keeps)
+        ports = tuple(tuple(sorted(r.index.data for r in self.live_in[bl] if not r.is_pred))
+                      for bl in self.blocks)
         records = max([self._record_count(bl) for bl in self.blocks] + [1])
-        self.vocab = P.Vocabulary(records, len(self.blocks), self.warps)
+        self.vocab = P.Vocabulary(records, len(self.blocks), self.warps, ports)
         self.b = T.ProgramBuilder(f"{self.kernel.kernel_name}_step")
         self.alu = Alu(self.b)
         widths = {name: len(v) for name, v in self.vocab.inputs(P.Token("END")).items()}
-        self.inp = {name: self.b.input(name, w) for name, w in widths.items()}
-        self.word_ports: list[str] = []
+        self.inp = {name: self.b.input(name, w) for name, w in widths.items() if w}
+        self.n_ports = 0
         self.launch_reads: dict[str, SSAValue] = {}
+        self.param_reads: dict[int, SSAValue] = {}
+        self.uses_preds = any(r.is_pred for bl in self.blocks for r in self.live_in[bl])
 
-    @staticmethod
-    def _record_count(block: Block) -> int:
-        return sum(simt.LANES for op in block.ops if isinstance(op, simt.StOp | simt.AtomOp))
+    def check_fits(self) -> None:
+        k = self.kernel
+        if k.mem_words.value.data > SLOTS:
+            raise DiagnosticException(
+                f"{location_prefix(k)}error: kernel '{k.kernel_name}' has "
+                f"{k.mem_words.value.data} memory words; a memory head of the tensor "
+                f"level holds {SLOTS} (option mem-words of convert-ptx-to-simt)")
+        if not 1 <= self.warps <= MAX_WARPS:
+            raise DiagnosticException(f"error: convert-simt-to-tensor: max-warps must be "
+                                      f"1..{MAX_WARPS}")
+        if len(self.blocks) > 1 << P.BLOCK_BITS:
+            raise DiagnosticException(
+                f"{location_prefix(k)}error: kernel '{k.kernel_name}' has {len(self.blocks)} "
+                f"blocks; the tensor level numbers at most {1 << P.BLOCK_BITS}")
+        regs = k.limit("regs")
+        if regs is None or regs > P.MAX_REGISTERS:
+            raise DiagnosticException(
+                f"{location_prefix(k)}error: the tensor level takes a kernel with at most "
+                f"{P.MAX_REGISTERS} physical registers per lane (run simt-allocate-registers"
+                f"{{regs={P.MAX_REGISTERS}}} first)")
+
+    def _record_count(self, block: Block) -> int:
+        writes = sum(simt.LANES for op in block.ops if isinstance(op, simt.StOp | simt.AtomOp))
+        regs = len(self.written_live_out(block))
+        return writes + simt.LANES * regs + 2     # + the preds and lanes words
+
+    def written_live_out(self, block: Block) -> list[simt.RegAttr]:
+        written = {d for op in block.ops if isinstance(op, simt.MachineOp) for d in op.defs()}
+        return sorted((r for r in written if r in self.live_out[block] and not r.is_pred),
+                      key=lambda r: r.index.data)
 
     # ------------------------------------------------------------ small gates
     def bit(self, name: str, i: int = 0) -> SSAValue:
         return self.b.slice(self.inp[name], i, i + 1)
+
+    def bits_of(self, value: SSAValue) -> list[SSAValue]:
+        return [self.b.slice(value, i, i + 1) for i in range(T.width_of(value))]
 
     def gate(self, pos: Sequence[SSAValue], neg: Sequence[SSAValue] = (), need: int | None = None
              ) -> SSAValue:
@@ -127,6 +186,9 @@ class Lowering:
 
     def any_of(self, vals: Sequence[SSAValue]) -> SSAValue:
         return self.gate(vals, need=1)
+
+    def none_of(self, vals: Sequence[SSAValue]) -> SSAValue:
+        return self.gate([], vals, need=0)
 
     def bits_or(self, x: SSAValue, y: SSAValue) -> SSAValue:
         n = T.width_of(x)
@@ -139,16 +201,35 @@ class Lowering:
     def const(self, value: int, width: int) -> SSAValue:
         return self.alu.const(value, width)
 
-    # ------------------------------------------------------------ memories
+    def zext(self, value: SSAValue, width: int = WORD) -> SSAValue:
+        n = T.width_of(value)
+        return value if n == width else self.b.concat([value, self.const(0, width - n)])
+
+    def pick(self, choices: Sequence[tuple[SSAValue, SSAValue]]) -> SSAValue:
+        """Σ_i [sel_i ∧ value_i] bit by bit, at most one sel_i set: one layer."""
+        n = T.width_of(choices[0][1])
+        vals = [v for sel, val in choices for v in (sel, val)]
+        offsets, at = [], 0
+        for sel, val in choices:
+            offsets.append(at)
+            at += 1 + T.width_of(val)
+        rows = [[(1, {o: 1, o + 1 + i: 1}, 2) for o in offsets] for i in range(n)]
+        return self.b.threshold(vals, rows)
+
+    # ------------------------------------------------------------ state heads
     def stage(self) -> None:
-        """Layer 0: the record's address and lower bytes, the commit."""
+        """Layer 0: the record's address and lower bytes, the warp of the
+        step; the commit and where it goes."""
         b, R = self.b, self.vocab.records
         b.memory("stage_a", 1, R + P.ADDRESS_BITS)
         b.kv_write("stage_a", "onehot", self.bit("is_a"),
                    b.concat([self.inp["rec_k"], self.inp["rec_a"]]))
         staged = b.kv_read("stage_a", "onehot", self.bit("is_d"))
         self.staged_k = b.slice(staged, 0, R)
-        staged_a = b.slice(staged, R, R + P.ADDRESS_BITS)
+        addr = self.bits_of(b.slice(staged, R, R + P.ADDRESS_BITS))
+        b.memory("stage_w", 1, WARP_KEY_BITS)
+        b.kv_write("stage_w", "onehot", self.bit("is_exec"), self.exec_warp())
+        staged_w = b.kv_read("stage_w", "onehot", self.bit("is_top"))
         own = self.inp["own_word"]
         parts = []
         for i in range(P.BYTES - 1):
@@ -159,60 +240,156 @@ class Lowering:
             parts.append(self.bits_or(b.slice(own, 8 * i, 8 * i + 8), byte))
         parts.append(b.slice(own, 8 * (P.BYTES - 1), 8 * P.BYTES))
         self.commit_word = b.concat(parts)
-        self.commit_key = b.slice(staged_a, 0, KEY_BITS)
-        high = b.slice(staged_a, KEY_BITS, KEY_BITS + 1)
-        self.commit_mem = self.gate([self.bit("is_top")], [high])
-        self.commit_launch = self.gate([self.bit("is_top"), high])
+        self.commit_key = b.concat(addr[:KEY_BITS])
+        top = self.bit("is_top")
+        self.commit_mem = self.gate([top], [addr[7], addr[8]])
+        self.commit_launch = self.gate([top, addr[7]], [addr[8]])
+        self.commit_reg_key = b.concat([staged_w, *addr[:4]])
+        lane_bits = addr[5:7]
+        self.commit_reg = [self.gate([top, addr[8]] + [lane_bits[i] for i in range(2)
+                                                         if ln >> i & 1],
+                                     [addr[7]] + [lane_bits[i] for i in range(2)
+                                                  if not ln >> i & 1])
+                           for ln in range(simt.LANES)]
 
-    def port(self, launch: bool) -> str:
-        """A new copy of the word memory (or of the launch area): one head,
+    def exec_warp(self) -> SSAValue:
+        w = self.inp["exec_w"]
+        return self.zext(w, WARP_KEY_BITS)
+
+    def port(self, kind: str) -> str:
+        """A new copy of the word memory or of the launch area: one head,
         written by every commit."""
-        name = f"{'launch' if launch else 'mem'}_{len(self.word_ports)}"
-        self.word_ports.append(name)
+        name = f"{kind}_{self.n_ports}"
+        self.n_ports += 1
         self.b.memory(name, SLOTS, WORD)
         self.b.kv_write(name, "binary", self.commit_key, self.commit_word,
-                        self.commit_launch if launch else self.commit_mem)
+                        self.commit_launch if kind == "launch" else self.commit_mem)
         return name
 
     def read(self, key: SSAValue, enable: SSAValue | None = None, launch: bool = False
              ) -> SSAValue:
-        return self.b.kv_read(self.port(launch), "binary", key, enable)
+        return self.b.kv_read(self.port("launch" if launch else "mem"), "binary", key, enable)
 
-    def launch_value(self, what: str) -> SSAValue:
-        """A launch-area word for the executing warp (read once per step)."""
+    def launch_word(self, what: str) -> SSAValue:
+        """A launch-area word of the executing warp (read once per step)."""
         if what not in self.launch_reads:
-            if what in LAUNCH_CONSTANTS:
-                key = self.const(LAUNCH_CONSTANTS[what], KEY_BITS)
-            else:
-                w = self.inp["exec_w"]
-                pad = 3 - T.width_of(w)
-                parts = [self.const(WARP_FIELDS[what], 3), w]
-                if pad:
-                    parts.append(self.const(0, pad))
-                parts.append(self.const(1, 1))    # WARP_AREA = 64: bit 6
-                key = self.b.concat(parts)
+            key = self.b.concat([self.const(LA.FIELDS.index(what), 4), self.exec_warp()])
             self.launch_reads[what] = self.read(key, launch=True)
         return self.launch_reads[what]
 
-    # ------------------------------------------------------------ blocks
-    def lower_block(self, index: int, block: Block) -> tuple[list[_Record], int]:
-        inactive = self.b.slice(self.launch_value("inactive"), 0, simt.LANES)
+    def launch_byte(self, what: str, index: int) -> SSAValue:
+        return self.b.slice(self.launch_word(what), 8 * index, 8 * index + 8)
+
+    def param(self, offset: int) -> SSAValue:
+        if offset not in self.param_reads:
+            self.param_reads[offset] = self.read(self.const(offset, KEY_BITS))
+        return self.param_reads[offset]
+
+    def register_ports(self) -> list[list[SSAValue]]:
+        """ports[j][lane]: register `vocab.ports[b][j]` of the executing warp."""
+        b = self.b
+        out = []
+        for j in range(self.vocab.n_ports):
+            key = b.concat([self.exec_warp(), b.slice(self.inp["port_reg"], 4 * j, 4 * j + 4)])
+            per_lane = []
+            for ln in range(simt.LANES):
+                name = f"reg_{j}_{ln}"
+                b.memory(name, SLOTS, WORD)
+                b.kv_write(name, "binary", self.commit_reg_key, self.commit_word,
+                           self.commit_reg[ln])
+                per_lane.append(b.kv_read(name, "binary", key, self.bit("port_en", j)))
+            out.append(per_lane)
+        return out
+
+    # ------------------------------------------------------------ lane control
+    def control(self) -> _Control:
+        """Which lanes run: waiting at the EXEC's block, not exited, not held
+        at a barrier (an `EXEC` of a warp whose live lanes all wait is the
+        host's release)."""
+        word = self.launch_word("lanes")
         lanes = range(simt.LANES)
-        active = [self.alu.not_(self.b.slice(inactive, ln, ln + 1)) for ln in lanes]
+        rel = [self.b.slice(word, 8 * ln, 8 * ln + P.BLOCK_BITS) for ln in lanes]
+        exited = [self.b.slice(word, 8 * ln + LA.EXITED, 8 * ln + LA.EXITED + 1) for ln in lanes]
+        wait = [self.b.slice(word, 8 * ln + LA.WAITING, 8 * ln + LA.WAITING + 1) for ln in lanes]
+        here = [self.none_of(self.bits_of(rel[ln]) + [exited[ln]]) for ln in lanes]
+        all_wait = self.gate(wait + exited, need=simt.LANES)
+        active = [self.b.threshold([here[ln], wait[ln], all_wait],
+                                   [({0: 2, 1: -1, 2: 1}, 2)]) for ln in lanes]
+        held = [self.gate([wait[ln]], [all_wait]) for ln in lanes]
+        pc = [self.alu.xor(rel[ln], self.inp["exec_b_bits"]) for ln in lanes]
+        return _Control(active, pc, exited, held, word)
+
+    # ------------------------------------------------------------ blocks
+    def lower_block(self, index: int, block: Block, ports, ctl: _Control) -> _BlockResult:
+        lanes = range(simt.LANES)
         regs: list[dict[simt.RegAttr, _Reg]] = [{} for _ in lanes]
+        self.initial: list[dict[simt.RegAttr, SSAValue]] = [{} for _ in lanes]
+        for j, r in enumerate(self.vocab.ports[index]):
+            reg = simt.RegAttr("r", r)
+            for ln in lanes:
+                regs[ln][reg] = _Reg(ports[j][ln])
+                self.initial[ln][reg] = ports[j][ln]
+        pred_in = [r for r in self.live_in[block] if r.is_pred]
+        for r in pred_in:
+            for ln in lanes:
+                v = self.b.slice(self.launch_word("preds"), 8 * ln + r.index.data,
+                                 8 * ln + r.index.data + 1)
+                regs[ln][r] = _Reg(v)
+                self.initial[ln][r] = v
+        self.active = ctl.active
         records: list[_Record] = []
+        self.pending: list[_Write] = []
         ops = list(block.ops)
         for op in ops[:-1]:
-            self.lower_op(op, regs, active, records)
-        return records, self.next_block(ops[-1])
+            self.lower_op(op, regs, records)
+        records += self.register_records(block, regs)
+        preds = self.preds_word(block, regs)
+        return _BlockResult(records, self.terminator(ops[-1], regs), preds)
 
-    def next_block(self, term) -> int:
+    def register_records(self, block: Block, regs) -> list[_Record]:
+        """The registers the block writes and leaves live, lane by lane."""
+        out = []
+        for r in self.written_live_out(block):
+            for ln in range(simt.LANES):
+                entry = regs[ln][r]
+                address = self.const(P.register_address(ln, r.index.data), P.ADDRESS_BITS)
+                out.append(_Record(self.active[ln], address, self.materialise(entry, None)))
+        return out
+
+    def preds_word(self, block: Block, regs) -> SSAValue | None:
+        """The new `preds` word when the block writes a predicate it leaves live."""
+        written = {d for op in block.ops if isinstance(op, simt.MachineOp) for d in op.defs()
+                   if d.is_pred}
+        if not written & self.live_out[block]:
+            return None
+        lanes = []
+        for ln in range(simt.LANES):
+            old = self.b.slice(self.launch_word("preds"), 8 * ln, 8 * ln + PREDS)
+            new = self.b.concat([self.use(regs, ln, simt.RegAttr("p", i), None)
+                                 if simt.RegAttr("p", i) in regs[ln]
+                                 else self.b.slice(old, i, i + 1) for i in range(PREDS)])
+            lanes.append(self.alu.select(self.active[ln], new, old))
+        return self.b.concat(lanes)
+
+    def terminator(self, term, regs) -> list[SSAValue]:
+        """Per lane: the next block (binary), exited, waiting at a barrier."""
+        def fixed(block_index: int, exits: int = 0, waits: int = 0) -> SSAValue:
+            return self.const(block_index | exits << P.BLOCK_BITS | waits << (P.BLOCK_BITS + 1),
+                              END_BITS)
         if isinstance(term, simt.ExitOp):
-            return len(self.blocks)
-        if isinstance(term, simt.NextOp):
-            return self.blocks.index(term.dest)
-        raise unsupported(term, "a barrier" if isinstance(term, simt.BarrierOp)
-                          else "a branch between machine blocks")
+            return [fixed(0, exits=1)] * simt.LANES
+        if isinstance(term, simt.NextOp | simt.BarrierOp):
+            t = fixed(self.blocks.index(term.dest), waits=isinstance(term, simt.BarrierOp))
+            return [t] * simt.LANES
+        assert isinstance(term, simt.BranchOp)
+        then_, else_ = self.blocks.index(term.then_dest), self.blocks.index(term.else_dest)
+        out = []
+        for ln in range(simt.LANES):
+            p = self.use(regs, ln, term.cond.pred, None)
+            if term.cond.is_negated:
+                p = self.alu.not_(p)
+            out.append(self.alu.select(p, fixed(then_), fixed(else_)))
+        return out
 
     def guard_of(self, op, regs, lane: int) -> tuple[SSAValue, bool] | None:
         if op.guard is None:
@@ -241,54 +418,72 @@ class Lowering:
             return self.const(s.data & ((1 << width) - 1), width)
         return self.use(regs, lane, s, guard)
 
+    def cond(self, regs, lane: int, s, guard) -> SSAValue:
+        """A predicate source: a register, a negated one, or 0/1."""
+        if isinstance(s, int):
+            return self.const(s, 1)
+        if isinstance(s, builtin.IntAttr):
+            return self.const(s.data & 1, 1)
+        if isinstance(s, simt.GuardAttr):
+            v = self.use(regs, lane, s.pred, guard)
+            return self.alu.not_(v) if s.is_negated else v
+        return self.use(regs, lane, s, guard)
+
     def define(self, regs, lane: int, r: simt.RegAttr, value: SSAValue, guard) -> None:
         old = regs[lane].get(r)
         regs[lane][r] = _Reg(value, guard, old) if guard is not None else _Reg(value)
 
-    def enable(self, active: SSAValue, guard, address: SSAValue | None = None) -> SSAValue:
-        """The lane runs the op: active, guard holds, address inside the memory."""
-        pos, neg = [active], []
-        if guard is not None:
-            (neg if guard[1] else pos).append(guard[0])
-        if address is not None:
-            neg += [self.b.slice(address, i, i + 1) for i in range(KEY_BITS, WORD)]
+    def runs(self, lane: int, guard) -> SSAValue:
+        """The lane executes the op: active and its guard holds."""
+        if guard is None:
+            return self.active[lane]
+        pos, neg = [self.active[lane]], []
+        (neg if guard[1] else pos).append(guard[0])
         return self.gate(pos, neg, need=len(pos))
 
-    def lower_op(self, op, regs, active, records) -> None:
-        alu = self.alu
+    def lower_op(self, op, regs, records) -> None:
         lanes = range(simt.LANES)
         if isinstance(op, simt.LdOp) and op.space.data == "param":
-            value = self.read(self.const(op.offset.value.data, KEY_BITS))
+            value = self.param(op.offset.value.data)
             for ln in lanes:
                 self.define(regs, ln, op.dst, value, self.guard_of(op, regs, ln))
             return
-        if isinstance(op, simt.SpecialOp):
-            what = op.which.data
-            if what in LAUNCH_CONSTANTS or what.startswith("ctaid"):
-                values = [self.launch_value(what)] * simt.LANES
-            elif what == "tid.x":
-                base = self.b.slice(self.launch_value("tid.x"), 2, WORD)
-                values = [self.b.concat([self.const(ln, 2), base]) for ln in lanes]
-            else:  # tid.y, tid.z: the machine runs 1-D thread blocks
-                values = [self.const(0, WORD)] * simt.LANES
-            for ln in lanes:
-                self.define(regs, ln, op.dst, values[ln], self.guard_of(op, regs, ln))
-            return
-        if isinstance(op, simt.LdOp | simt.StOp) and op.space.data == "spill":
-            raise unsupported(op, f"a register spill ('{op.name} spill[{op.offset.value.data}]')")
         if isinstance(op, simt.LdOp | simt.StOp | simt.AtomOp):
-            self.lower_memory(op, regs, active, records)
+            self.lower_memory(op, regs, records)
+            return
+        if isinstance(op, simt.WarpOp):
+            self.lower_warp(op, regs)
             return
         for ln in lanes:
             g = self.guard_of(op, regs, ln)
-            if isinstance(op, simt.SetpOp):
+            if isinstance(op, simt.SpecialOp):
+                value = self.special(op.which.data, ln)
+            elif isinstance(op, simt.SetpOp):
                 a, c = (self.src(regs, ln, s, g) for s in op.srcs.data)
-                value = alu.setp(op.cond.data, a, c)
+                value = self.alu.setp(op.cond.data, a, c)
+            elif isinstance(op, simt.PredOp):
+                value = self.lower_pred(op, regs, ln, g)
             elif isinstance(op, simt.AluOp):
                 value = self.lower_alu(op, regs, ln, g)
             else:
                 raise unsupported(op, f"'{op.name}'")
             self.define(regs, ln, op.dst, value, g)
+
+    def special(self, what: str, lane: int) -> SSAValue:
+        reg, axis = what.split(".")
+        index = "xyz".index(axis)
+        if reg == "tid":
+            return self.zext(self.launch_byte(what, lane))
+        return self.zext(self.launch_byte(reg, index))
+
+    def lower_pred(self, op: simt.PredOp, regs, ln: int, g) -> SSAValue:
+        x = [self.cond(regs, ln, s, g) for s in op.sources()]
+        opc = op.opcode.data
+        if opc == "mov":
+            return x[0]
+        if opc == "not":
+            return self.alu.not_(x[0])
+        return {"and": self.alu.and_, "or": self.alu.or_, "xor": self.alu.xor}[opc](x[0], x[1])
 
     def lower_alu(self, op: simt.AluOp, regs, ln: int, g) -> SSAValue:
         opc, alu = op.opcode.data, self.alu
@@ -297,7 +492,7 @@ class Lowering:
             a, c = (self.src(regs, ln, s, g) for s in srcs[:2])
             return alu.select(self.use(regs, ln, srcs[2], g), a, c)
         x = [self.src(regs, ln, s, g) for s in srcs]
-        table = {
+        table: dict[str, Callable[[], SSAValue]] = {
             "mov": lambda: x[0], "not": lambda: alu.not_(x[0]), "neg": lambda: alu.neg(x[0]),
             "add": lambda: alu.add(x[0], x[1]), "sub": lambda: alu.sub(x[0], x[1]),
             "mul.lo": lambda: alu.mul_lo(x[0], x[1]),
@@ -309,46 +504,235 @@ class Lowering:
             "min.s": lambda: alu.min(x[0], x[1], True), "min.u": lambda: alu.min(x[0], x[1], False),
             "max.s": lambda: alu.max(x[0], x[1], True), "max.u": lambda: alu.max(x[0], x[1], False),
         }
+        extra = self.extra_alu(opc, x)
+        if extra is not None:
+            return extra
         if opc not in table:
             raise unsupported(op, f"'{opc}'")
         return table[opc]()
 
-    def address(self, op, regs, ln: int, g) -> SSAValue:
-        base = self.use(regs, ln, op.base, g)
-        off = op.offset.value.data
-        return self.alu.add(base, self.const(off & 0xFFFF_FFFF, WORD)) if off else base
+    def extra_alu(self, opc: str, x: list[SSAValue]) -> SSAValue | None:
+        """The ops `qgc.alu` builds beyond the basic menu, if it has them."""
+        alu = self.alu
+        parts = opc.split(".")
+        if opc.startswith("mul.hi") and hasattr(alu, "mul_hi"):
+            return alu.mul_hi(x[0], x[1], opc.endswith(".s"))
+        if parts[0] in ("abs", "popc", "clz", "brev") and hasattr(alu, parts[0]):
+            return getattr(alu, parts[0])(x[0])
+        if parts[0] == "bfe" and hasattr(alu, "bfe"):
+            return alu.bfe(x[0], x[1], x[2], opc.endswith(".s"))
+        if opc == "bfi" and hasattr(alu, "bfi"):
+            return alu.bfi(x[0], x[1], x[2], x[3])
+        if parts[0] == "bfind" and hasattr(alu, "bfind"):
+            return alu.bfind(x[0], opc.endswith(".s"), "shiftamt" in parts)
+        if parts[0] == "shf" and hasattr(alu, "shf"):
+            return alu.shf(x[0], x[1], x[2], parts[1] == "l", parts[2] == "clamp")
+        return None
 
-    def lower_memory(self, op, regs, active, records) -> None:
+    # ------------------------------------------------------------ warp ops
+    def lower_warp(self, op: simt.WarpOp, regs) -> None:
+        """Cross-lane ops over the lanes that execute them; every lane reads
+        the others' values as they are before the op."""
+        opc = op.opcode.data
         lanes = range(simt.LANES)
         guards = [self.guard_of(op, regs, ln) for ln in lanes]
-        addrs = [self.address(op, regs, ln, guards[ln]) for ln in lanes]
-        ens = [self.enable(active[ln], guards[ln], addrs[ln]) for ln in lanes]
-        keys = [self.b.slice(a, 0, KEY_BITS) for a in addrs]
-        rec_addr = [self.b.concat([keys[ln], self.const(0, 1)]) for ln in lanes]
-        if isinstance(op, simt.LdOp):
+        runs = [self.runs(ln, guards[ln]) for ln in lanes]
+        if opc.startswith("shfl."):
+            self.lower_shfl(op, regs, guards, runs)
+            return
+        if opc == "activemask":
+            mask = self.zext(self.b.concat(runs))
             for ln in lanes:
-                self.define(regs, ln, op.dst, self.read(keys[ln], ens[ln]), guards[ln])
+                self.define(regs, ln, op.dst, mask, guards[ln])
+            return
+        votes = [self.gate([runs[ln], self.cond(regs, ln, op.conditions()[0], None)])
+                 for ln in lanes]
+        if opc == "ballot":
+            value = self.zext(self.b.concat(votes))
+        elif opc == "any":
+            value = self.any_of(votes)
+        elif opc == "all":
+            value = self.gate(votes + [self.alu.not_(r) for r in runs], need=simt.LANES)
+        else:   # uni: all or none of the executing lanes
+            all_ = self.gate(votes + [self.alu.not_(r) for r in runs], need=simt.LANES)
+            value = self.any_of([all_, self.none_of(votes)])
+        for ln in lanes:
+            self.define(regs, ln, op.dst, value, guards[ln])
+
+    def current(self, regs, lane: int, r) -> SSAValue:
+        """Lane `lane`'s register as the machine holds it now: the block's
+        value where the lane is active, its value from before the step elsewhere."""
+        if isinstance(r, builtin.IntAttr):
+            return self.const(r.data & 0xFFFF_FFFF, WORD)
+        now = self.use(regs, lane, r, None)
+        before = self.initial[lane].get(r)
+        if before is None or before is now:
+            return now
+        return self.alu.select(self.active[lane], now, before)
+
+    def lower_shfl(self, op: simt.WarpOp, regs, guards, runs) -> None:
+        """shfl: lane l reads lane j = f(l, b, c) (masked to 4 lanes), or
+        itself when j is out of range; `.p` gives whether j was in range.
+        The source lane's value is read even when it does not run; a lane
+        without a thread gives the reader its own value."""
+        mode = op.opcode.data.split(".")[1]
+        srcs = op.srcs.data
+        lanes = range(simt.LANES)
+        pred_form = op.opcode.data.endswith(".p")
+        b_src, c_src = (srcs[0], srcs[1]) if pred_form else (srcs[1], srcs[2])
+        for ln in lanes:
+            g = guards[ln]
+            bv = self.src(regs, ln, b_src, g)
+            cv = self.src(regs, ln, c_src, g)
+            choices = self.shfl_sources(mode, ln, bv, cv)
+            if pred_form:
+                ok = self.any_of([sel for sel, j in choices if j is not None])
+                self.define(regs, ln, op.dst, ok, g)
+                continue
+            own = self.current(regs, ln, srcs[0])
+            values = []
+            for sel, j in choices:
+                if j is None or j == ln:
+                    values.append((sel, own))
+                    continue
+                absent = self.b.slice(self.launch_word("absent"), j, j + 1)
+                values.append((self.gate([sel], [absent]), self.current(regs, j, srcs[0])))
+                values.append((self.gate([sel, absent]), own))
+            self.define(regs, ln, op.dst, self.pick(values), g)
+
+    def shfl_sources(self, mode: str, lane: int, bv: SSAValue, cv: SSAValue
+                     ) -> list[tuple[SSAValue, int | None]]:
+        """(selector bit, source lane or None: out of range) over every value
+        of the 2-bit lane fields b, c and the 2-bit segment mask: the PTX
+        pseudo-code evaluated at compile time per case, one threshold each."""
+        from qgc.runtime.simt_engine import _shfl_source
+        source = _shfl_source(mode)
+        fields = [self.b.slice(bv, 0, 2), self.b.slice(cv, 0, 2), self.b.slice(cv, 8, 10)]
+        flat = self.b.concat(fields)
+        by_source: dict[int | None, list[dict[int, int]]] = {}
+        for bval in range(4):
+            for cval in range(4):
+                for seg in range(4):
+                    j, ok = source(lane, bval, cval | seg << 8)
+                    pattern = bval | cval << 2 | seg << 4
+                    row = {i: (1 if pattern >> i & 1 else -1) for i in range(6)}
+                    by_source.setdefault(j if ok else None, []).append(row)
+        out = []
+        for j, rows in by_source.items():
+            hits = self.b.threshold([flat], [(r, sum(1 for w in r.values() if w > 0))
+                                             for r in rows])
+            out.append((self.any_of(self.bits_of(hits)), j))
+        return out
+
+    # ------------------------------------------------------------ memory
+    def word_address(self, op, regs, ln: int, g) -> tuple[SSAValue, SSAValue, object]:
+        """(7-bit key, in the word memory, where) of a memory op's word."""
+        space, off = op.space.data, op.offset.value.data
+        if space == "spill":
+            slot = ln * self.kernel.spill_size + off
+            word = self.alu.add(self.launch_word("spill"), self.const(slot, WORD))
+            inside = self.none_of(self.bits_of(self.b.slice(word, KEY_BITS, WORD)))
+            return self.b.slice(word, 0, KEY_BITS), inside, ("spill", ln, off)
+        if space == "shared":
+            byte = self.const(off & 0xFFFF_FFFF, WORD) if op.base is None else \
+                self.alu.add(self.use(regs, ln, op.base, g), self.const(off & 0xFFFF_FFFF, WORD)) \
+                if off else self.use(regs, ln, op.base, g)
+            word = self.alu.add(self.b.slice(byte, 2, 10),
+                                self.b.slice(self.launch_word("shared"), 0, 8))
+            high = self.bits_of(self.b.slice(byte, 9, WORD)) + [self.b.slice(word, 7, 8)]
+            return self.b.slice(word, 0, KEY_BITS), self.none_of(high), "shared"
+        base = self.use(regs, ln, op.base, g)
+        addr = self.alu.add(base, self.const(off & 0xFFFF_FFFF, WORD)) if off else base
+        inside = self.none_of(self.bits_of(self.b.slice(addr, KEY_BITS, WORD)))
+        return self.b.slice(addr, 0, KEY_BITS), inside, f"global {op.buffer_index}"
+
+    def load(self, key: SSAValue, en: SSAValue, where: object) -> SSAValue:
+        """The word, as the step's earlier writes left it (the last one to the
+        same word wins; the ports hold the word from before the step)."""
+        mem = self.read(key, en)
+        earlier = [w for w in self.pending if w.where == where]   # disjoint buffers never alias
+        if not earlier:
+            return mem
+        hits = [w.en if isinstance(where, tuple) else
+                self.gate([w.en, self.alu.eq(w.key, key)]) for w in earlier]
+        winners = [self.gate([h], hits[i + 1:], need=1) for i, h in enumerate(hits)]
+        choices = list(zip(winners, [w.value for w in earlier], strict=True))
+        return self.pick(choices + [(self.none_of(hits), mem)])
+
+    def lower_memory(self, op, regs, records) -> None:
+        lanes = range(simt.LANES)
+        guards = [self.guard_of(op, regs, ln) for ln in lanes]
+        where = [self.word_address(op, regs, ln, guards[ln]) for ln in lanes]
+        ens = [self.gate([self.runs(ln, guards[ln]), where[ln][1]]) for ln in lanes]
+        keys = [w[0] for w in where]
+        rec_addr = [self.zext(keys[ln], P.ADDRESS_BITS) for ln in lanes]
+        if isinstance(op, simt.LdOp):
+            values = [self.load(keys[ln], ens[ln], where[ln][2]) for ln in lanes]
+            for ln in lanes:
+                self.define(regs, ln, op.dst, values[ln], guards[ln])
             return
         values = [self.src(regs, ln, op.value, guards[ln]) for ln in lanes]
         if isinstance(op, simt.StOp):
-            records += [_Record(ens[ln], rec_addr[ln], values[ln]) for ln in lanes]
+            for ln in lanes:
+                records.append(_Record(ens[ln], rec_addr[ln], values[ln]))
+                self.pending.append(_Write(where[ln][2], keys[ln], ens[ln], values[ln]))
             return
-        if op.op.data != "add":
-            raise unsupported(op, f"atom.{op.op.data}")
-        # lanes apply in order: lane l sees the memory word plus the values of
-        # the earlier enabled lanes on the same word
+        self.lower_atom(op, regs, records, guards, where, ens, values, rec_addr)
+
+    def lower_atom(self, op, regs, records, guards, where, ens, values, rec_addr) -> None:
+        """Lanes apply in lane order: each lane's old value sees the earlier
+        lanes' new values (through the forwarding of `load`)."""
+        lanes = range(simt.LANES)
+        swaps = [self.src(regs, ln, op.swap, guards[ln]) if op.swap is not None else None
+                 for ln in lanes]
+        kind = op.op.data
+        if kind == "add":
+            self.lower_atom_add(op, regs, records, guards, where, ens, values, rec_addr)
+            return
+        for ln in lanes:
+            old = self.load(where[ln][0], ens[ln], where[ln][2])
+            new = self.atom_result(op, kind, old, values[ln], swaps[ln])
+            records.append(_Record(ens[ln], rec_addr[ln], new))
+            self.pending.append(_Write(where[ln][2], where[ln][0], ens[ln], new))
+            self.define(regs, ln, op.dst, old, guards[ln])
+
+    def atom_result(self, op, kind: str, old, v, swap) -> SSAValue:
+        alu = self.alu
+        if kind == "cas":
+            return alu.select(alu.eq(old, v), swap, old)
+        if kind == "exch":
+            return v
+        if kind in ("and", "or", "xor"):
+            return {"and": alu.and_, "or": alu.or_, "xor": alu.xor}[kind](old, v)
+        if kind.startswith(("min", "max")):
+            signed = kind.endswith(".s")
+            return (alu.min if kind.startswith("min") else alu.max)(old, v, signed)
+        if kind == "inc":
+            return alu.select(alu.setp("ge.u", old, v), self.const(0, WORD),
+                              alu.add(old, self.const(1, WORD)))
+        if kind == "dec":
+            wrap = self.any_of([alu.eq(old, self.const(0, WORD)), alu.setp("gt.u", old, v)])
+            return alu.select(wrap, v, alu.sub(old, self.const(1, WORD)))
+        raise unsupported(op, f"atom.{kind}")
+
+    def lower_atom_add(self, op, regs, records, guards, where, ens, values, rec_addr) -> None:
+        """atom.add in parallel: lane l's old value is the word plus the values
+        of the earlier enabled lanes on the same word."""
+        lanes = range(simt.LANES)
+        keys = [w[0] for w in where]
         hits = {(m, ln): self.gate([self.alu.eq(keys[m], keys[ln]), ens[m]])
                 for ln in lanes for m in lanes if m != ln}
+        bases = [self.load(keys[ln], ens[ln], where[ln][2]) for ln in lanes]
         olds = []
         for ln in lanes:
-            terms = [self.read(keys[ln], ens[ln])]
-            terms += [self.alu.mask(values[m], hits[(m, ln)]) for m in range(ln)]
+            terms = [bases[ln]] + [self.alu.mask(values[m], hits[(m, ln)]) for m in range(ln)]
             olds.append(self.alu.sum(terms) if len(terms) > 1 else terms[0])
         for ln in lanes:
             new = self.alu.add(olds[ln], values[ln])
             later = [hits[(m, ln)] for m in lanes if m > ln]
             valid = self.gate([ens[ln]], later, need=1)
             records.append(_Record(valid, rec_addr[ln], new))
+            self.pending.append(_Write(where[ln][2], keys[ln], valid, new))
             self.define(regs, ln, op.dst, olds[ln], guards[ln])
 
     # ------------------------------------------------------------ the step
@@ -356,39 +740,105 @@ class Lowering:
         """The executing block's value (blocks' circuits all run; pick one)."""
         if len(per_block) == 1:
             return per_block[0]
-        masked = [self.bits_and_bit(v, self.bit("exec_b", i)) for i, v in enumerate(per_block)]
-        n = T.width_of(per_block[0])
-        m = len(masked)
-        return self.b.threshold(masked, [({k * n + i: 1 for k in range(m)}, 1)
-                                         for i in range(n)])
+        return self.pick([(self.bit("exec_b", i), v) for i, v in enumerate(per_block)])
 
-    def outbox(self, step_records: list[list[_Record]], ends: list[int]) -> None:
-        b, R, N = self.b, self.vocab.records, len(self.blocks)
+    def next_state(self, ctl: _Control, results: list[_BlockResult]) -> list[_Record]:
+        """Each lane's next block; the warp's next block by min-PC (or a
+        barrier wait when every live lane waits); the new `lanes` word and,
+        if the executing block changed them, the `preds` word."""
+        b, N, lanes = self.b, len(self.blocks), range(simt.LANES)
+        targets = [self.by_block([r.target[ln] for r in results]) for ln in lanes]
+        new_pc, new_exit, new_wait = [], [], []
+        for ln in lanes:
+            t = targets[ln]
+            act = ctl.active[ln]
+            new_pc.append(self.alu.select(act, b.slice(t, 0, P.BLOCK_BITS), ctl.pc[ln]))
+            new_exit.append(self.alu.select(act, b.slice(t, P.BLOCK_BITS, P.BLOCK_BITS + 1),
+                                            ctl.exited[ln]))
+            new_wait.append(self.alu.select(act, b.slice(t, P.BLOCK_BITS + 1, END_BITS),
+                                            ctl.wait[ln]))
+        ready = [self.none_of([new_exit[ln], new_wait[ln]]) for ln in lanes]
+
+        def first_block(state: list[SSAValue]) -> tuple[list[SSAValue], SSAValue]:
+            """One-hot of the lowest block any lane in `state` waits at, and
+            whether there is one."""
+            hits = []
+            for ln in lanes:
+                pcb = self.bits_of(new_pc[ln])
+                hits.append(b.threshold(pcb + [state[ln]], [
+                    ({i: (1 if n >> i & 1 else -1) for i in range(P.BLOCK_BITS)}
+                     | {P.BLOCK_BITS: 1}, n.bit_count() + 1) for n in range(N)]))
+            any_n = b.threshold(hits, [({ln * N + n: 1 for ln in lanes}, 1) for n in range(N)])
+            first = b.threshold([any_n], [({n: 1} | {m: -1 for m in range(n)}, 1)
+                                          for n in range(N)])
+            return self.bits_of(first), self.any_of(self.bits_of(any_n))
+
+        first_ready, some_ready = first_block(ready)
+        waiting = [self.gate([new_wait[ln]], [new_exit[ln]]) for ln in lanes]
+        first_wait, _ = first_block(waiting)
+        barrier = self.none_of([some_ready])
+        exited_all = self.gate(new_exit, need=simt.LANES)
+        bar = self.gate([barrier], [exited_all])
+        sel = [self.any_of([first_ready[n], self.gate([first_wait[n], barrier])])
+               for n in range(N)]
+        nb = b.threshold(sel, [({n: 1 for n in range(N) if n >> i & 1}, 1)
+                               for i in range(P.BLOCK_BITS)])
+        self.end_row = b.concat([nb, exited_all, bar])
+        words = []
+        for ln in lanes:
+            rel = self.alu.xor(new_pc[ln], nb)
+            held = self.gate([new_wait[ln]], [new_exit[ln]])
+            words.append(b.concat([rel, new_exit[ln], held]))
+        lanes_word = b.concat(words)
+        changed = self.any_of(self.bits_of(self.alu.xor(lanes_word, ctl.lanes_word)))
+        out = [_Record(self.gate([changed], [exited_all]),
+                       self.const(P.LAUNCH_AREA + LA.slot(0, "lanes"), P.ADDRESS_BITS),
+                       lanes_word)]
+        preds = [r.preds for r in results]
+        if any(p is not None for p in preds):
+            old = self.launch_word("preds")
+            word = self.by_block([p if p is not None else old for p in preds])
+            valid = self.by_block([self.const(int(p is not None), 1) for p in preds])
+            out.insert(0, _Record(valid, self.const(P.LAUNCH_AREA + LA.slot(0, "preds"),
+                                                    P.ADDRESS_BITS), word))
+        return out
+
+    def outbox(self, step_records: list[list[_Record]], control: list[_Record]) -> None:
+        b, R = self.b, self.vocab.records
         invalid = _Record(self.const(0, 1), self.const(0, P.ADDRESS_BITS), self.const(0, WORD))
+        warp_field = b.concat([self.const(0, 4), self.exec_warp(), self.const(0, 2)])
         self.rec_valid, self.rec_addr, self.rec_value = [], [], []
         for k in range(R):
-            per_block = [b.concat([(recs[k] if k < len(recs) else invalid).valid,
-                                   (recs[k] if k < len(recs) else invalid).address,
-                                   (recs[k] if k < len(recs) else invalid).value])
-                         for recs in step_records]
+            per_block = []
+            for recs in step_records:
+                full = recs + control
+                r = full[k] if k < len(full) else invalid
+                per_block.append(b.concat([r.valid, r.address, r.value]))
             name = f"outbox_{k}"
             b.memory(name, 1, REC_BITS)
-            b.kv_write(name, "onehot", self.bit("is_exec"), self.by_block(per_block))
+            row = self.by_block(per_block)
+            if any(k >= len(recs) and k < len(recs) + len(control) for recs in step_records):
+                row = self.control_address(row, warp_field)
+            b.kv_write(name, "onehot", self.bit("is_exec"), row)
             row = b.kv_read(name, "onehot", self.bit("reads_outbox"))
             self.rec_valid.append(b.slice(row, 0, 1))
             self.rec_addr.append(b.slice(row, 1, 1 + P.ADDRESS_BITS))
             self.rec_value.append(b.slice(row, 1 + P.ADDRESS_BITS, REC_BITS))
-        rows = []
-        for n in range(N + 1):
-            terms = {i: 1 for i, e in enumerate(ends) if e == n}
-            rows.append((terms, 1 if terms else 1))
-        end = b.threshold([self.inp["exec_b"]], rows)
-        b.memory("outbox_end", 1, N + 1)
-        b.kv_write("outbox_end", "onehot", self.bit("is_exec"), end)
+        b.memory("outbox_end", 1, END_BITS)
+        b.kv_write("outbox_end", "onehot", self.bit("is_exec"), self.end_row)
         self.end = b.kv_read("outbox_end", "onehot", self.bit("reads_outbox"))
 
+    def control_address(self, row: SSAValue, warp_field: SSAValue) -> SSAValue:
+        """Control words are recorded at warp 0's slot; OR in the executing
+        warp's (launch-area addresses of other records have no warp bits)."""
+        b = self.b
+        addr = b.slice(row, 1, 1 + P.ADDRESS_BITS)
+        is_launch = self.gate([b.slice(addr, 7, 8)], [b.slice(addr, 8, 9)])
+        moved = self.bits_or(addr, self.bits_and_bit(warp_field, is_launch))
+        return b.concat([b.slice(row, 0, 1), moved, b.slice(row, 1 + P.ADDRESS_BITS, REC_BITS)])
+
     def next_token(self) -> None:
-        b, R = self.b, self.vocab.records
+        b, R, N = self.b, self.vocab.records, len(self.blocks)
         is_exec, is_top = self.bit("is_exec"), self.bit("is_top")
         cur_in = b.concat([self.inp["rec_k"], self.staged_k])
         cur = b.threshold([cur_in], [({k: 1, R + k: 1}, 1) for k in range(R)])
@@ -396,7 +846,7 @@ class Lowering:
                             [({0: 2, 1: 1} | {2 + m: 1 for m in range(k)}, 2) for k in range(R)])
         cand = b.threshold([after, b.concat(self.rec_valid)],
                            [({k: 1, R + k: 1}, 2) for k in range(R)])
-        first = b.threshold([cand], [({k: max(k, 1)} | {m: -1 for m in range(k)}, max(k, 1))
+        first = b.threshold([cand], [({k: 1} | {m: -1 for m in range(k)}, 1)
                                      for k in range(R)])
         found = self.any_of([b.slice(cand, k, k + 1) for k in range(R)])
         out_a = self.gate([is_exec, is_top, found], need=2)
@@ -429,25 +879,32 @@ class Lowering:
                                               for t in range(8)]))
         pt = b.threshold(ins, rows_t)
         b.output("next_top", self.any_of([b.slice(pt, i, i + 1) for i in range(per)]))
-        N1 = T.width_of(self.end)
-        b.output("next_end", b.threshold([self.end, out_end],
-                                         [({i: 1, N1: 1}, 2) for i in range(N1)]))
+        # END(n): the stored block bits decoded, or the exit
+        block_bits = self.bits_of(b.slice(self.end, 0, P.BLOCK_BITS))
+        exit_bit = b.slice(self.end, P.BLOCK_BITS, P.BLOCK_BITS + 1)
+        rows = [({i: (1 if n >> i & 1 else -1) for i in range(P.BLOCK_BITS)}
+                 | {P.BLOCK_BITS: -1, P.BLOCK_BITS + 1: 1}, n.bit_count() + 1) for n in range(N)]
+        rows.append(({P.BLOCK_BITS: 1, P.BLOCK_BITS + 1: 1}, 2))
+        b.output("next_end", b.threshold(block_bits + [exit_bit, out_end], rows))
+        b.output("next_bar", self.gate([b.slice(self.end, P.BLOCK_BITS + 1, END_BITS),
+                                        out_end]))
 
     def lower(self) -> T.ProgramOp:
         self.stage()
-        step_records, ends = [], []
-        for index, block in enumerate(self.blocks):
-            recs, nxt = self.lower_block(index, block)
-            step_records.append(recs)
-            ends.append(nxt)
-        self.outbox(step_records, ends)
+        ports = self.register_ports()
+        ctl = self.control()
+        results = [self.lower_block(i, bl, ports, ctl) for i, bl in enumerate(self.blocks)]
+        control = self.next_state(ctl, results)
+        self.outbox([r.records for r in results], control)
         self.next_token()
         program = self.b.program
         remove_dead_ops(program)
         program.attributes["qgc.vocab"] = builtin.DictionaryAttr({
             "records": builtin.IntAttr(self.vocab.records),
             "blocks": builtin.IntAttr(self.vocab.blocks),
-            "warps": builtin.IntAttr(self.vocab.warps)})
+            "warps": builtin.IntAttr(self.vocab.warps),
+            "ports": builtin.ArrayAttr([builtin.ArrayAttr([builtin.IntAttr(r) for r in p])
+                                        for p in self.vocab.ports])})
         return program
 
 
@@ -457,7 +914,9 @@ def vocabulary_of(program: T.ProgramOp) -> P.Vocabulary:
         raise DiagnosticException(f"error: tensor program '{program.program_name}' carries no "
                                   "GPU vocabulary (run convert-simt-to-tensor)")
     data = attr.data
-    return P.Vocabulary(*(data[k].data for k in ("records", "blocks", "warps")))  # type: ignore
+    ports = tuple(tuple(r.data for r in p.data) for p in data["ports"].data)  # type: ignore
+    return P.Vocabulary(*(data[k].data for k in ("records", "blocks", "warps")),  # type: ignore
+                        ports=ports)
 
 
 def remove_dead_ops(program: T.ProgramOp) -> None:

@@ -28,8 +28,11 @@ STAGE_PIPELINES: dict[str, str] = {
             "simt-rename-webs,simt-layout-memory,simt-allocate-registers{regs=15 preds=8},"
             "simt-form-blocks{max-ops=16 max-blocks=64}",
 }
-#: The tensor level keeps machine memory in one memory head per port (127 rows).
+#: The tensor level keeps machine memory in one memory head per port (127 rows)
+#: and divides in loops of machine blocks (a 32-bit divider is too deep for one step).
 STAGE_PIPELINES["tensor"] = (STAGE_PIPELINES["simt"].replace("mem-words=1024", "mem-words=127")
+                             .replace("simt-rename-webs,",
+                                      "simt-rename-webs,simt-expand-divrem{max-ops=16 regs=15},")
                              + ",convert-simt-to-tensor{max-warps=8},"
                              "tensor-schedule-layers{hidden=2048 intermediate=6144 heads=16}")
 ALL_STAGES = ("ptx", "simt", "tensor")

@@ -9,11 +9,20 @@ model). Four kinds, each with its fields (docs/machine.md, "Token protocol"):
   to high and the record ends at the `top` byte (higher bytes are zero);
 - `EXEC(w, b)` — warp w executes machine block b (appended by the host);
 - `END(n)`    — the model's report that the step is over: the warp continues
-  at block n, or has exited (`n == blocks`).
+  at block n, or has exited (`n == blocks`); `BAR(n)` (an `END` with `bar`
+  set): every live lane of the warp waits at a barrier, and continues at
+  block n once the host has released its CTA.
 
-The launch prompt is records (the initial memory); after each `EXEC` the
-model's greedy continuation is the step's records, then `END`. The host only
-appends tokens, picks the next warp and formats numbers.
+A record writes one word of machine state (`ADDRESS_BITS` = 9): addresses
+below 128 are the machine memory, 128–255 the launch area (the launch's
+geometry and each warp's control words, `LaunchArea`), 256–383 the registers
+of the executing warp (`256 + 32·lane + register`).
+
+The launch prompt is records (the initial memory and launch area); after each
+`EXEC` the model's greedy continuation is the step's records (stores,
+registers the block leaves live, changed control words), then `END`. The
+host only appends tokens, picks the next warp, releases barriers and formats
+numbers.
 
 This module is pure Python (no xDSL, no torch): the lowering, the engines and
 the runtime share it.
@@ -25,10 +34,37 @@ from dataclasses import dataclass
 from functools import cached_property
 
 KINDS = ("A", "D", "EXEC", "END")
-#: Bits of a record address: 128 word-memory slots, then 128 launch-area slots.
-ADDRESS_BITS = 8
-LAUNCH_AREA = 1 << (ADDRESS_BITS - 1)
+#: Bits of a record address: 128 word-memory slots, 128 launch-area slots,
+#: then the executing warp's registers.
+ADDRESS_BITS = 9
+LAUNCH_AREA = 128
+REGISTER_AREA = 256
+#: Registers a lane may have at this level (keys warp + 8·register stay
+#: below the memory head's reserved slot 127).
+MAX_REGISTERS = 15
+#: Bits of a block number (`max-blocks` ≤ 64).
+BLOCK_BITS = 6
 BYTES = 4
+
+
+def register_address(lane: int, register: int) -> int:
+    return REGISTER_AREA + 32 * lane + register
+
+
+class LaunchArea:
+    """Launch-area slots: per warp w (< 8) sixteen words from 16·w, each a
+    control or geometry word of the warp (bytes per lane or per axis)."""
+
+    STRIDE = 16
+    FIELDS = ("ctaid", "ntid", "nctaid", "tid.x", "tid.y", "tid.z", "lanes", "preds",
+              "shared", "spill", "absent")
+    #: Bits of a lane's byte in the `lanes` word: its next block relative to
+    #: the warp's (XOR), exited, waiting at a barrier.
+    EXITED, WAITING = 6, 7
+
+    @classmethod
+    def slot(cls, warp: int, field: str) -> int:
+        return cls.STRIDE * warp + cls.FIELDS.index(field)
 
 
 @dataclass(frozen=True)
@@ -43,6 +79,7 @@ class Token:
     v: int = 0        # D: byte value
     w: int = 0        # EXEC: warp
     b: int = 0        # EXEC: block; END: next block (== blocks: exited)
+    bar: int = 0      # END: the warp waits at a barrier
 
     def spelled(self) -> str:
         if self.kind == "A":
@@ -51,18 +88,25 @@ class Token:
             return f"D({self.j}{'*' if self.top else ''},{self.v})"
         if self.kind == "EXEC":
             return f"EXEC({self.w},{self.b})"
-        return f"END({self.b})"
+        return f"{'BAR' if self.bar else 'END'}({self.b})"
 
 
 @dataclass(frozen=True)
 class Vocabulary:
     """The GPU tokens of one compiled kernel: `records` record slots per step,
-    `blocks` machine blocks, `warps` warps at most. Token ids are dense from 0
-    (the runtime adds the base vocabulary's size)."""
+    `blocks` machine blocks, `warps` warps at most; `ports[b]`: the registers
+    block b reads from the register file, in port order (its `EXEC` tokens
+    carry them as keys). Token ids are dense from 0 (the runtime adds the base
+    vocabulary's size)."""
 
     records: int
     blocks: int
     warps: int
+    ports: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def n_ports(self) -> int:
+        return max((len(p) for p in self.ports), default=0)
 
     @property
     def warp_bits(self) -> int:
@@ -71,7 +115,7 @@ class Vocabulary:
     @cached_property
     def _offsets(self) -> dict[str, int]:
         sizes = {"A": self.records << ADDRESS_BITS, "D": BYTES * 2 * 256,
-                 "EXEC": self.warps * self.blocks, "END": self.blocks + 1}
+                 "EXEC": self.warps * self.blocks, "END": 2 * self.blocks + 1}
         out, at = {}, 0
         for kind in KINDS:
             out[kind] = at
@@ -91,7 +135,7 @@ class Vocabulary:
             return base + ((t.j * 2 + t.top) << 8) + t.v
         if t.kind == "EXEC":
             return base + t.w * self.blocks + t.b
-        return base + t.b
+        return base + t.b + (self.blocks + 1) * t.bar
 
     def token(self, token_id: int) -> Token:
         if not 0 <= token_id < self.size:
@@ -108,7 +152,8 @@ class Vocabulary:
             return Token("D", j=(r >> 8) // 2, top=(r >> 8) % 2, v=r & 255)
         if kind == "EXEC":
             return Token("EXEC", w=r // self.blocks, b=r % self.blocks)
-        return Token("END", b=r)
+        bar = int(r > self.blocks)
+        return Token("END", b=r - (self.blocks + 1) * bar, bar=bar)
 
     def tokens(self) -> list[Token]:
         return [self.token(i) for i in range(self.size)]
@@ -123,12 +168,15 @@ class Vocabulary:
         own = [0] * (8 * BYTES)
         if is_d:
             own[8 * t.j:8 * t.j + 8] = bits(t.v, 8)
+        ports = self.ports[t.b] if t.kind == "EXEC" and self.ports else ()
+        port_reg = [bit for j in range(self.n_ports)
+                    for bit in bits(ports[j] if j < len(ports) else 0, 4)]
         next_j = [0] * BYTES
         if t.kind == "A":
             next_j[0] = 1
         elif is_d and not t.top and t.j + 1 < BYTES:
             next_j[t.j + 1] = 1
-        return {
+        fields = {
             "is_a": [kind["A"]], "is_d": [is_d], "is_exec": [kind["EXEC"]],
             "is_top": [top], "is_record": [kind["A"] | is_d],
             "reads_outbox": [kind["A"] | is_d | kind["EXEC"]],
@@ -140,11 +188,16 @@ class Vocabulary:
             "next_j": next_j,
             "exec_w": bits(t.w if t.kind == "EXEC" else 0, self.warp_bits),
             "exec_b": onehot(t.b if t.kind == "EXEC" else None, self.blocks),
+            "exec_b_bits": bits(t.b if t.kind == "EXEC" else 0, BLOCK_BITS),
+            "port_reg": port_reg,
+            "port_en": [int(j < len(ports)) for j in range(self.n_ports)],
             "code": self.code(t),
         }
+        return {name: v for name, v in fields.items() if v}   # no zero-width inputs
 
     #: The step's outputs, in order: the fields of the token the machine names next.
-    OUTPUTS = ("next_kind", "next_k", "next_a", "next_j", "next_top", "next_v", "next_end")
+    OUTPUTS = ("next_kind", "next_k", "next_a", "next_j", "next_top", "next_v", "next_end",
+               "next_bar")
 
     def output_fields(self, t: Token) -> dict[str, list[int]]:
         """The outputs that name token `t` (fields of other kinds all zero)."""
@@ -157,6 +210,7 @@ class Vocabulary:
             "next_top": [int(is_d and t.top)],
             "next_v": bits(t.v if is_d else 0, 8),
             "next_end": onehot(t.b if is_end else None, self.blocks + 1),
+            "next_bar": [int(is_end and t.bar)],
         }
 
     def code(self, t: Token) -> list[int]:
@@ -179,7 +233,7 @@ class Vocabulary:
             return Token("D", j=index_of(out["next_j"]), top=out["next_top"][0],
                          v=value(out["next_v"]))
         if k == "END":
-            return Token("END", b=index_of(out["next_end"]))
+            return Token("END", b=index_of(out["next_end"]), bar=out["next_bar"][0])
         raise ValueError("the model never emits EXEC")
 
 

@@ -16,11 +16,6 @@ from dataclasses import dataclass, field
 
 from qgc import protocol as P
 from qgc.dialects import simt
-from qgc.passes.convert_simt_to_tensor import (
-    LAUNCH_CONSTANTS,
-    WARP_FIELDS,
-    launch_slot_of_warp,
-)
 from qgc.runtime.launch import Launch, LaunchError
 from qgc.runtime.memory import Trap
 from qgc.runtime.simt_engine import decode_element, make_warps, memory_layout
@@ -45,38 +40,53 @@ def specials_read(kernel: simt.KernelOp) -> set[str]:
     return {op.which.data for op in kernel.walk() if isinstance(op, simt.SpecialOp)}
 
 
+def _bytes(values: list[int]) -> int:
+    if any(not 0 <= v < 256 for v in values):
+        raise LaunchError(f"the launch's geometry {values} does not fit the machine's "
+                          "launch-area bytes (each value below 256)")
+    return sum(v << (8 * i) for i, v in enumerate(values))
+
+
+def warp_words(kernel: simt.KernelOp, launch: Launch, layout, warp, index: int
+               ) -> dict[str, int]:
+    """The launch-area words of one warp (`protocol.LaunchArea`): geometry as
+    bytes per axis or per lane (only what the kernel reads), lanes without a
+    thread as exited, the CTA's shared window and the warp's spill slots."""
+    used = specials_read(kernel)
+
+    def axes(name: str, dims) -> int:
+        return _bytes([d if f"{name}.{a}" in used else 0 for a, d in zip("xyz", dims)])
+
+    absent = [ln for ln, t in enumerate(warp.tids) if t is None]
+    words = {"ctaid": axes("ctaid", warp.ctaid), "ntid": axes("ntid", launch.block),
+             "nctaid": axes("nctaid", launch.grid),
+             "lanes": sum(1 << (8 * ln + P.LaunchArea.EXITED) for ln in absent),
+             "absent": sum(1 << ln for ln in absent)}
+    for axis, a in enumerate("xyz"):
+        if f"tid.{a}" in used:
+            words[f"tid.{a}"] = _bytes([t[axis] if t else 0 for t in warp.tids])
+    if layout.shared_words:
+        words["shared"] = layout.shared_base + warp.cta * layout.shared_words
+    if layout.spill is not None:
+        words["spill"] = layout.spill.word(warp.cta, warp.index * simt.LANES, 0)
+    return words
+
+
 def initial_memory(kernel: simt.KernelOp, launch: Launch) -> tuple[dict[int, int], list]:
-    """The record address → word of everything the kernel may read: its
-    parameter words, its buffers, and the launch area (geometry of each warp,
-    lanes without a thread)."""
+    """The record address → word of everything the kernel may read: the
+    machine memory as the launch lays it out (parameters, buffers; not the
+    bounds pairs, which only the `simt` level checks), and the launch area of
+    every warp."""
     layout = memory_layout(kernel, launch)
-    words: dict[int, int] = {i: layout.words[i] for i in range(len(kernel.params))}
-    for i, base in layout.bases.items():
-        for k in range(layout.sizes[i]):
-            words[base + k] = layout.words[base + k]
-    if launch.block[1] != 1 or launch.block[2] != 1:
-        raise LaunchError("the machine's tensor level runs 1-D thread blocks (block [x, 1, 1]) "
-                          "for now")
+    bounds = range(len(kernel.params), len(kernel.params) + layout.bounds)  # no traps here yet
+    words = {a: w for a, w in enumerate(layout.words[:layout.total]) if a not in bounds}
     warps = [w for w in make_warps(launch, 0, 0) if w.active]
     if len(warps) > 8:
         raise LaunchError(f"the launch has {len(warps)} warps; the compiled machine runs at "
                           "most 8 (option max-warps)")
-    used = specials_read(kernel)
-    area = P.LAUNCH_AREA
-    for name, slot in LAUNCH_CONSTANTS.items():
-        if name in used:
-            axis = "xyz".index(name[-1])
-            dims = launch.block if name.startswith("ntid") else launch.grid
-            words[area + slot] = dims[axis]
     for w_index, w in enumerate(warps):
-        first = next(t for t in w.tids if t is not None)
-        fields = {"ctaid.x": w.ctaid[0], "ctaid.y": w.ctaid[1], "ctaid.z": w.ctaid[2],
-                  "tid.x": first[0] - w.tids.index(first),
-                  "inactive": sum(1 << ln for ln, t in enumerate(w.tids) if t is None)}
-        for name, v in fields.items():
-            if name in used or name == "inactive":
-                words[area + launch_slot_of_warp(w_index, name)] = v
-    assert set(WARP_FIELDS) == set(fields)
+        for name, v in warp_words(kernel, launch, layout, w, w_index).items():
+            words[P.LAUNCH_AREA + P.LaunchArea.slot(w_index, name)] = v
     return words, warps
 
 
@@ -142,11 +152,14 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
         if launch_prompt:
             prefill(launch_prompt)
     block = {w: 0 for w in range(len(warps))}
+    held: set[int] = set()           # warps whose live lanes all wait at a barrier
     live = list(range(len(warps)))
     steps = 0
     exited = vocab.blocks
     while live:
         for w in live:
+            if w in held:
+                continue
             nxt = expect(append(P.Token("EXEC", w=w, b=block[w])))
             steps += 1
             while nxt.kind != "END":
@@ -156,10 +169,13 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
                 nxt = expect(append(nxt))
             append(nxt)
             block[w] = nxt.b
+            if nxt.bar:
+                held.add(w)
         if steps > max_steps:
             raise Trap(f"trap: the launch ran past the limit of {max_steps} EXEC steps "
                        "(an endless loop?)")
         live = [w for w in live if block[w] != exited]
+        release_barriers(warps, live, held)
     layout = memory_layout(kernel, launch)
     buffers: list[list | None] = []
     for i, arg in enumerate(launch.args):
@@ -173,6 +189,19 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
     stats = {"tokens": len(stream), "prompt_tokens": n_prompt, "exec_steps": steps,
              "trace_tokens": len(stream) - n_prompt, "gpu_vocabulary": vocab.size}
     return TraceResult(buffers, stream, stats)
+
+
+def release_barriers(warps: list, live: list[int], held: set[int]) -> None:
+    """The host's barrier: a CTA whose every live warp waits goes on (an
+    exited warp counts as arrived); as the `simt` engine releases them."""
+    ctas: dict[int, list[int]] = {}
+    for w in live:
+        ctas.setdefault(warps[w].cta, []).append(w)
+    for members in ctas.values():
+        if all(w in held for w in members):
+            held.difference_update(members)
+    if live and all(w in held for w in live):
+        raise Trap("trap: every warp waits at a barrier that cannot be released")
 
 
 def tensor_stepper(program, vocab: P.Vocabulary, record: list | None = None) -> Stepper:

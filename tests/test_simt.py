@@ -406,13 +406,15 @@ def test_cli_stats_at_the_simt_level(capsys):
     assert "step program 'vector_add_step' (tensor level)" in out
 
 
-def test_cli_stats_when_the_tensor_level_refuses(capsys):
-    """The machine's resources stand; one line says why there is no tensor level."""
+def test_cli_stats_when_the_layers_do_not_fit(capsys):
+    """The machine's resources stand; one line says which limit of the layers
+    the tensor level exceeds, by how much."""
     assert main([str(EXAMPLES / "branchy" / "branchy.ptx"), "--stats"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert re.match(r"qgc info: kernel 'branchy' \(simt level\): \d+ blocks of 64", out[1])
-    assert re.match(r"qgc info: no tensor level: .*branchy\.ptx:\d+:\d+: error: a branch "
-                    r"between machine blocks is not yet supported", out[-1]), out[-1]
+    assert re.match(r"qgc info: no layer schedule: error: tensor program 'branchy_step' needs "
+                    r"\d+ residual coordinates .*the layers have hidden 2048 \(option hidden\)",
+                    out[-1]), out[-1]
     assert not any("need the tensor stage" in line for line in out)
 
 

@@ -1,31 +1,51 @@
-// One machine step as one step program: the record staging at layer 0, one
-// memory port per read (written by every commit), the block's ops per lane,
-// the outbox (a record slot per store lane) and the next-token outputs. The
-// simt kernel stays in the module beside the program.
+// One machine step as one step program: the record staging at layer 0 (the
+// record's slot and address, the step's warp, the bytes), the register ports
+// (register port j of lane l: a head keyed by warp and register, the key a
+// field of the EXEC token), the launch-area and memory ports (written by
+// every commit), every block's ops per lane, the outbox (a record slot per
+// store lane and per live-out register lane, then the preds and lanes words;
+// 42 bits: valid, 9-bit address, word), the step's end (block, exited,
+// barrier) and the next-token outputs. The simt kernel stays in the module.
 // RUN: qgc-opt %s -p convert-simt-to-tensor | filecheck %s
 // RUN: qgc-opt %s -p convert-simt-to-tensor | qgc-opt | filecheck %s
 // RUN: not qgc-opt %s -p 'convert-simt-to-tensor{max-warps=9}' 2>&1 | filecheck %s --check-prefix=WARPS
+// RUN: sed 's/regs 15/regs 16/' %s | not qgc-opt -p convert-simt-to-tensor 2>&1 | filecheck %s --check-prefix=REGS
 
 builtin.module {
-  simt.kernel @k(ptr a) lanes 4 mem_words 64 {
+  simt.kernel @k(ptr a) lanes 4 mem_words 64 max_blocks 64 max_ops 16 regs 15 preds 8 {
     simt.ld r0, param[0]
-    simt.st global[r0 + 0], 7 buffer 0
+    simt.special r1, "tid.x"
+    simt.setp "lt.u" p0, r1, 2
+    simt.branch p0, ^bb1, ^bb2
+  ^bb1:
+    simt.st global[r0 + 0], r1 buffer 0
+    simt.exit
+  ^bb2:
     simt.exit
   }
 }
 
-// CHECK:      simt.kernel @k(ptr a) lanes 4 mem_words 64 {
-// CHECK:      tensor.program @k_step attributes {qgc.vocab = {records = #builtin.int<4>, blocks = #builtin.int<1>, warps = #builtin.int<8>}} {
+// CHECK:      simt.kernel @k(ptr a) lanes 4 mem_words 64
+// CHECK:      tensor.program @k_step attributes {qgc.vocab = {records = #builtin.int<10>, blocks = #builtin.int<3>, warps = #builtin.int<8>, ports = [[], [#builtin.int<0>, #builtin.int<1>], []]}} {
 // CHECK:        %{{.*}} = tensor.input "is_a" : !tensor.bits<1>
-// CHECK:        %{{.*}} = tensor.input "code" : !tensor.bits<31>
-// CHECK:        tensor.memory @stage_a slots 1 width 12
+// CHECK:        %{{.*}} = tensor.input "rec_a" : !tensor.bits<9>
+// CHECK:        %{{.*}} = tensor.input "exec_b" : !tensor.bits<3>
+// CHECK:        %{{.*}} = tensor.input "port_reg" : !tensor.bits<8>
+// CHECK:        %{{.*}} = tensor.input "port_en" : !tensor.bits<2>
+// CHECK:        tensor.memory @stage_a slots 1 width 19
+// CHECK:        tensor.memory @stage_w slots 1 width 3
 // CHECK:        tensor.memory @stage_b0 slots 1 width 8
+// CHECK:        tensor.memory @reg_0_0 slots 127 width 32
+// CHECK:        tensor.memory @reg_1_3 slots 127 width 32
 // CHECK:        tensor.memory @launch_0 slots 127 width 32
 // CHECK:        tensor.memory @mem_1 slots 127 width 32
-// CHECK:        tensor.memory @outbox_0 slots 1 width 41
-// CHECK:        tensor.memory @outbox_3 slots 1 width 41
-// CHECK:        tensor.memory @outbox_end slots 1 width 2
+// CHECK:        tensor.memory @outbox_0 slots 1 width 42
+// CHECK:        tensor.memory @outbox_9 slots 1 width 42
+// CHECK:        tensor.memory @outbox_end slots 1 width 8
 // CHECK:        tensor.output "next_kind" %{{.*}} : !tensor.bits<4>
-// CHECK:        tensor.output "next_end" %{{.*}} : !tensor.bits<2>
+// CHECK:        tensor.output "next_a" %{{.*}} : !tensor.bits<9>
+// CHECK:        tensor.output "next_end" %{{.*}} : !tensor.bits<4>
+// CHECK:        tensor.output "next_bar" %{{.*}} : !tensor.bits<1>
 
 // WARPS: error: convert-simt-to-tensor: max-warps must be 1..8
+// REGS: error: the tensor level takes a kernel with at most 15 physical registers per lane

@@ -1,0 +1,102 @@
+"""Every integer kernel at the tensor level: the step program of
+`convert-simt-to-tensor`, run token by token on the ideal `tensor` engine
+through the host loop (runtime/trace.py), gives the `simt` engine's buffers
+bit for bit, and the expected ones (examples/*/expected.json, the suite's
+`expected`/`expected_warp4`).
+
+CI runs a few kernels that cover each machine feature (divergence and loops,
+shared memory and barriers, dynamic shared memory, warp shuffles and votes,
+2-D thread blocks, atomics, spill code, division loops); `make test-full` runs
+them all, from both compilers (`-m full`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import EXAMPLES, SHARED_KERNELS
+from test_simt import ALSO_ACCEPTED, SKELETON
+from qgc import driver
+from qgc.dialects import tensor
+from qgc.passes.convert_simt_to_tensor import vocabulary_of
+from qgc.pipeline import stage_pipeline
+from qgc.runtime.launch import load_launch
+from qgc.runtime.simt_engine import pick_kernel, run_simt
+from qgc.runtime.trace import run_trace, tensor_stepper
+
+#: the tensor stage without the layer schedule (the ideal engine needs none)
+LOWER_TO_TENSOR = stage_pipeline("tensor").partition(",tensor-schedule-layers")[0]
+#: (kernel, compiler) pairs CI runs; each covers a machine feature
+IN_CI = {("branchy", "nvcc"), ("reduce_shared", "nvcc"), ("reverse_dynshared", "clang"),
+         ("warp_reduce_shfl", "clang"), ("matmul4x4", "nvcc")}
+COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))
+
+
+def _cases():
+    for d in sorted(EXAMPLES / name for name in SKELETON + ALSO_ACCEPTED):   # the integer ones
+        expected = json.loads((d / "expected.json").read_text())["buffers"]
+        for compiler, suffix in COMPILERS:
+            yield d.name, compiler, d / f"{d.name}{suffix}", load_launch(d / "launch.json"), \
+                expected
+    for spec in sorted(SHARED_KERNELS.glob("*.json")):
+        info = json.loads(spec.read_text())
+        if info["kind"] != "int":
+            continue
+        for compiler, suffix in COMPILERS:
+            yield spec.stem, compiler, SHARED_KERNELS / f"{spec.stem}{suffix}", \
+                load_launch(info, spec.name), None
+
+
+def _params():
+    for name, compiler, path, launch, expected in _cases():
+        marks = [] if (name, compiler) in IN_CI else [pytest.mark.full]
+        yield pytest.param(path, launch, expected, id=f"{name}-{compiler}", marks=marks)
+
+
+@pytest.mark.parametrize("path, launch, expected", list(_params()))
+def test_tensor_equals_simt(path, launch, expected):
+    ctx, module = driver.load(str(path))
+    driver.apply(ctx, module, stage_pipeline("simt"))
+    want = run_simt(module, launch).buffers
+    ctx, module = driver.load(str(path))
+    driver.apply(ctx, module, LOWER_TO_TENSOR)
+    (program,) = tensor.programs_of(module)
+    vocab = vocabulary_of(program)
+    result = run_trace(pick_kernel(module, None), vocab, launch, tensor_stepper(program, vocab))
+    assert result.buffers == want
+    if expected is not None and not path.name.endswith(".clang.ptx"):
+        assert result.buffers == expected
+
+
+# ------------------------------------------------------- random programs
+
+def _random_programs_agree(families: list[str], examples: int) -> None:
+    """Programs of testsuite/gen: the tensor level's buffers are the
+    generator's oracle's (and so the `simt` engine's)."""
+    from conftest import on_random_programs
+
+    def check(p, module, launch):
+        (program,) = tensor.programs_of(module)
+        vocab = vocabulary_of(program)
+        result = run_trace(pick_kernel(module, None), vocab, launch,
+                           tensor_stepper(program, vocab))
+        assert result.buffers == p.expected, p.ptx
+
+    refusals = ("is not yet supported by the machine", "(option mem-words)")
+    assert on_random_programs(families, examples, LOWER_TO_TENSOR, check, refusals) > 0
+
+
+def test_random_branching_and_shared_programs_on_the_tensor_level():
+    """Divergence, loops, shared memory and barriers: registers live across
+    steps, lanes reconverge by min-PC, warps wait at barriers."""
+    _random_programs_agree(["branch", "shared"], 6)
+
+
+def test_random_straight_line_and_atomic_programs_on_the_tensor_level():
+    _random_programs_agree(["int32", "atomic"], 6)
+
+
+@pytest.mark.full
+def test_many_random_programs_on_the_tensor_level():
+    _random_programs_agree(["int32", "branch", "shared", "atomic", "int64"], 60)
