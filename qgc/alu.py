@@ -27,7 +27,16 @@ threshold rows):
   = [2^d (c0 + c1 − 1) + T_d ≥ 1]. The sum bits come out of the same layer
   as sum rows, s_i = a_i + b_i + c_i − 2·c_{i+1} with the carries as parts:
   2 layers. For W ≤ 8 every carry [Σ_{j<i} 2^j (a_j + b_j) ≥ 2^i] fits one
-  part: 1 layer.
+  part: 1 layer. Beyond 32 columns (mul_hi's 2W) the digits grow to
+  ⌈columns/8⌉ bits, so the lookahead still has 8 digits; where such a digit
+  row breaks the gadget bounds even tightened (below), the high 32 columns'
+  carries for either carry-in and the low half's carry out C are computed
+  side by side and [2·x0 + x1 + C ≥ 2] picks: 3 layers.
+- **Tightening.** A row whose threshold sits far from the middle of its range
+  (a digit of one-bit columns: [D ≥ 256] with D ≤ 318) is rewritten with
+  smaller weights for the same function: a bit the row needs only needs to
+  lift the rest's maximum past t, a bit that decides alone only needs to
+  reach t from the rest's minimum (`_tighten`, tried when a row fails).
 - **Compares.** Digits of ≤ 6 bits, GT_d = [A_d − B_d ≥ 1], GE_d = [A_d − B_d ≥ 0]
   (signed: the top bit literal is flipped), then
   U = Σ_d 2^d (GT_d + GE_d − 1) has the sign of a − b: 2 layers (1 for W ≤ 8,
@@ -39,21 +48,62 @@ threshold rows):
   (group size chosen per level) repeat until every column holds ≤ 2 bits,
   then the digit adder finishes. mul_lo's partial products enter three at a
   time as full adders of ANDs (sum and carry share 7 neurons), so at W = 32
-  it is 1 + 2 levels + 2 = 5 layers. A counter whose sum breaks the gadget
-  bounds has its composite bits materialised first (one copy row each).
+  it is 1 + 2 levels + 2 = 5 layers. A level also counts the groups that
+  its carries would push over 2 bits (so no carry ripples into one more
+  level). A counter whose sum breaks the gadget bounds has its composite
+  bits materialised first (one copy row each). mul_hi runs the same over 2W
+  columns (signed: Baugh–Wooley, a product of one sign bit weighs −2^k and
+  enters as 1 − p with the constants as constant-1 bits) and keeps only the
+  adder's high half: 5 layers.
 - **Select.** `p ? x : y` is not a threshold function but the sum row
   [x + p ≥ 2] + [y − p ≥ 1] (never both 1): 1 layer. A predicate still given
   as a row [F ≥ t] (min/max) gates straight in: [F + K·x ≥ t + K].
 - **Shifts.** t_{i,s} = [y == s] ∧ x_{i−s} (one row over all bits of y),
   OR over s: 2 layers; amounts ≥ W match no s (0), and shr.s ORs in the sign
   fill x_{W−1} ∧ [y ≥ W − 1 − i].
+- **One-hot sums (shf, bfe, bfi).** When at most one of several ANDs can be
+  1 (the amount equals one s; pos equals one q), their OR is their sum: one
+  sum row of AND parts, no OR layer. Funnel shifts: Σ_s [n == s] ∧ src(i, s),
+  1 layer. Bit fields read the low 8 bits of pos and len through one layer
+  of monotone rows R(m) = [pos ≥ m], L(j) = [len ≥ j], S(k) = [pos + len ≥ k]
+  (weights ≥ the threshold cut to it, so an 8-bit operand fits a row), and
+  [pos == q] = R(q) ∧ ¬R(q + 1) is a pair of literals: 2 layers.
+- **Staircases over x (popc, clz, bfind).** popc is the counter of one
+  column, bit t of D = Σ x_i over the parts [D ≥ k]; clz and bfind are
+  functions v(n) of n = the number of leading bits equal to the sign (0 for
+  unsigned), and z_k = [n ≥ k] is one row over x (the top k bits all 0, or
+  signed a sum of the two parts all 0 / all 1), so bit t of v(n) is the sum
+  row bit_t(v(0)) + Σ_k (bit_t(v(k)) − bit_t(v(k−1)))·z_k: 1 layer.
+- **XOR with a row (abs).** a XOR [F ≥ t] = a + [F ≥ t] − 2·[F + K·a ≥ t + K]
+  is one sum row; bit i of −x is x_i XOR (x_j for some j < i), so |x| is
+  1 layer. brev is a view.
 
 Depths below are MLP layers at W = 32 after `schedule` (fewer for small W or
-constant operands); neurons are per lane at W = 32.
+constant operands); neurons are per lane at W = 32:
+
+    op               layers  neurons     op               layers  neurons
+    add, sub            2      229       abs                 1      153
+    neg                 2       96       popc                1       62
+    setp (order)        2       26       clz, bfind.u        1       32
+    eq, setp.eq/ne      2       25       bfind.s             1       62
+    select              1       64       brev                0        0
+    and, or, mask       1       32       bfe.u               2      644
+    xor                 1       96       bfe.s               2    1,298
+    min, max            2      152       bfi                 2      771
+    shl, shr.u          2      559       shf (wrap)          1    1,024
+    shr.s               2      591       shf (clamp)         1    1,088
+    sum of 3            3      353       mul_hi.u            5    4,989
+    mul_lo              5    2,556       mul_hi.s            5    4,964
+    mad_lo              5    2,663
+
+Constant pos/len (bfe, bfi) and shift amounts (shl, shr, shf) leave views
+only; a constant factor drops the products it zeroes (mul.hi.s by
+−1840700269, x / 7: 4 layers, 1,706 neurons).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -130,6 +180,7 @@ def fsum(forms: Sequence[Form | int]) -> Form:
 
 
 Row = tuple[Form, int]   # [form ≥ t]
+Bound = Callable[[int], Form]   # k -> the bit [value ≥ k]
 Part = tuple[int, Form, int | Fraction]   # c·[form ≥ t]
 
 
@@ -182,6 +233,46 @@ def row_ok(form: Form, t: int) -> bool:
     return True
 
 
+def _checked(form: Form, t: int | Fraction) -> Row:
+    """The row, or its `_tighten`ed equivalent when it breaks the gadget
+    bounds (VerifyException when that does too)."""
+    if row_ok(form, t):
+        return form, t
+    tight = _tighten(form, t)
+    _threshold_row(*tight).gadget()
+    return tight
+
+
+def _tighten(form: Form, t: int | Fraction) -> Row:
+    """The same threshold function with smaller weights: a bit the row needs
+    (the rest cannot reach t without it) only needs a weight that lifts the
+    rest's maximum past the threshold, and a bit that decides the row alone
+    only needs to reach it from the rest's minimum. Rows whose threshold sits
+    far from the middle of their range (a digit of one-bit columns) come back
+    within the gadget bounds."""
+    terms, t = dict(form.terms), math.ceil(Fraction(t) - form.const)   # integer sums
+    changed = True
+    while changed:
+        changed = False
+        for key in sorted(terms, key=lambda k: -abs(terms[k])):
+            w = terms[key]
+            rest = Form({k: v for k, v in terms.items() if k != key})
+            # a negative weight as a positive one on the complement: w·x = w + |w|·(1 − x)
+            a, th = abs(w), t - min(w, 0)
+            if rest.hi() < th:                    # needed: x ∧ [rest ≥ th − a]
+                new_a = rest.hi() - (th - a) + 1
+                new_th = th - a + new_a
+            elif rest.lo() + a >= th:             # enough: x ∨ [rest ≥ th]
+                new_a, new_th = th - rest.lo(), th
+            else:
+                continue
+            if 0 < new_a < a:
+                terms[key] = new_a if w > 0 else -new_a
+                t = new_th + min(terms[key], 0)
+                changed = True
+    return Form(terms), t
+
+
 def _bit_of_count(t: int, dmax: int, d: Form) -> Sum:
     """Bit t of D (0 ≤ D ≤ dmax) as a staircase: Σ_k (bit_t(k) − bit_t(k−1))·[D ≥ k]."""
     parts = []
@@ -190,6 +281,44 @@ def _bit_of_count(t: int, dmax: int, d: Form) -> Sum:
         if c:
             parts.append((c, d, k))
     return Sum(tuple(parts))
+
+
+def _low(s: Sequence[Form], k: int, base: int) -> Form:
+    """Σ_{i<k} 2^i s_{base+i}."""
+    return fsum([s[base + i] * (1 << i) for i in range(k)])
+
+
+def _at_least(terms: Sequence[tuple[Form, int]], k: int) -> Row:
+    """[Σ w·f ≥ k] for k ≥ 1 with every weight ≥ k cut to k (any such bit alone
+    reaches k), or an OR of those bits when the others cannot reach k: an
+    8-bit operand's row stays within the gadget bounds."""
+    light = [(f, w) for f, w in terms if w < k]
+    heavy = [f for f, w in terms if w >= k]
+    if sum(w for _, w in light) < k:
+        return fsum(heavy), 1
+    return fsum([f * w for f, w in light] + [f * k for f in heavy]), k
+
+
+def _and_of(literals: Sequence[Form]) -> Sum:
+    """The AND of 0/1 Forms as one part (constant literals fold)."""
+    return step(fsum(literals), len(literals))
+
+
+def _one_hot(parts: Sequence[Sum]) -> Sum:
+    """The OR of parts of which at most one is 1: their sum, one sum row."""
+    return Sum(tuple(p for part in parts for p in part.parts))
+
+
+def _matches(bits: Sequence[Form], s: int) -> tuple[Form, int]:
+    """(Σ literals, count): the literals of bits == s are all 1 exactly then."""
+    return fsum([f if (s >> k) & 1 else 1 - f for k, f in enumerate(bits)]), len(bits)
+
+
+def _xor_step(a: Form, form: Form, t: int) -> Sum:
+    """a XOR [form ≥ t] as one sum row: a + [form ≥ t] − 2·(a ∧ [form ≥ t]),
+    the AND being [form + K·a ≥ t + K] for K past form's range."""
+    k = max(1, form.hi() - t + 1)
+    return linear(a) + step(form, t) + step(form + k * a, t + k) * -2
 
 
 class Alu:
@@ -295,21 +424,20 @@ class Alu:
     @staticmethod
     def _fold_row(row: Row | Sum) -> int | Row | list[Part]:
         """A constant (0/1), a plain row, or the real parts of a sum row (its
-        constant as a [0 ≥ 0] part); checks every real part's gadget."""
+        constant as a [0 ≥ 0] part); checks every real part's gadget, and
+        tightens a part that breaks the bounds (`_tighten`)."""
         if not isinstance(row, Sum):
             value = _constant(*row)
             if value is not None:
                 return value
-            _threshold_row(*row).gadget()
-            return row
+            return _checked(*row)
         const, real = 0, []
         for c, form, t in row.parts:
             value = _constant(form, t)
             if value is not None:
                 const += c * value
             else:
-                _threshold_row(form, t).gadget()
-                real.append((c, form, t))
+                real.append((c, *_checked(form, t)))
         if not real:
             if const not in (0, 1):
                 raise ValueError(f"a sum row folds to the constant {const}, not a bit")
@@ -441,93 +569,114 @@ class Alu:
         """−x = ~x + 1 mod 2^W: 2 layers at W = 32 (1 for W ≤ 8), 96 neurons."""
         return self._add_columns([[1 - a] for a in self.bits(x)], Form(const=1))
 
-    def _add_columns(self, cols: list[list[Form]], cin: Form | None) -> SSAValue:
-        """Σ_i 2^i Σ cols[i] (+ cin) mod 2^W, every column ≤ 2 bits."""
+    def _add_columns(self, cols: list[list[Form]], cin: Form | None,
+                     lo_bit: int = 0) -> SSAValue:
+        """Bits lo_bit.. of Σ_i 2^i Σ cols[i] (+ cin) mod 2^W, every column ≤ 2 bits."""
         assert all(len(c) <= 2 for c in cols)
 
         def flat() -> list[Form]:
             return [f for c in cols for f in c]
 
         def direct() -> SSAValue:
-            return self._add_sums([fsum(c) for c in cols], cin)
+            return self._add_sums([fsum(c) for c in cols], cin, lo_bit)
 
         def materialised() -> SSAValue:
             mat = self.materialize(flat() + ([cin] if cin is not None else []))
             it = iter(mat)
             new_cols = [[next(it) for _ in c] for c in cols]
             new_cin = next(it) if cin is not None else None
-            return self._add_sums([fsum(c) for c in new_cols], new_cin)
+            return self._add_sums([fsum(c) for c in new_cols], new_cin, lo_bit)
 
         return self._attempt(direct, materialised)
 
-    def _add_sums(self, s: list[Form], cin: Form | None) -> SSAValue:
+    def _add_sums(self, s: list[Form], cin: Form | None, lo_bit: int = 0) -> SSAValue:
+        """Bits lo_bit.. of Σ 2^i s_i + cin: the sum rows s_i = a_i + b_i + c_i −
+        2·c_{i+1}, with the carries as parts, come out in the layer that
+        computes the carries."""
         w = len(s)
         c_in = cin if cin is not None else Form()
+        wanted = range(lo_bit, w + 1)
 
-        def low(k: int, base: int) -> Form:           # Σ_{i<k} 2^i s_{base+i}
-            return fsum([s[base + i] * (1 << i) for i in range(k)])
+        def sums(carry: dict[int, Sum]) -> SSAValue:
+            return self.emit([linear(s[i]) + carry[i] + carry[i + 1] * -2
+                              for i in range(lo_bit, w)])
 
-        # carry into bit i, as a sum row part: the sums come out in the layer
-        # that computes the carries, s_i = a_i + b_i + c_i − 2·c_{i+1}
-        carry: list[Sum | None] = [None] * (w + 1)
-        carry[0] = linear(c_in)
+        def lookahead(size: int) -> SSAValue:
+            return sums({i: step(t, 1) for i, t in self._carry_forms(s, c_in, wanted,
+                                                                     size).items()})
+
         if w <= 8:
-            for i in range(1, w + 1):
-                carry[i] = step(low(i, 0) + c_in, 1 << i)
-        else:
-            n_dig = (w + 3) // 4
-            rows1: list[Row] = []
-            idx: dict[tuple, int] = {}
+            return sums({i: step(_low(s, i, 0) + c_in, 1 << i) for i in wanted})
+        if w <= 32:
+            return lookahead(4)
+        # at most 8 digits keep the lookahead row's weights within 2^7
+        return self._attempt(lambda: lookahead(-(-w // 8)),
+                             lambda: sums(self._split_carries(s, c_in, wanted)))
 
-            def put(key: tuple, row: Row) -> None:
-                idx[key] = len(rows1)
-                rows1.append(row)
+    def _carry_forms(self, s: list[Form], c_in: Form | None, wanted: range,
+                     size: int = 4) -> dict[int, Form]:
+        """T_i for the wanted bits i (one layer of rows per digit of `size`
+        columns, at most 8 digits): the carry into bit i is [T_i ≥ 1]. With
+        c_in None the carry-in is open: T_i = 0 when every digit below i
+        propagates, so [T_i ≥ 0] is the carry for a carry-in of 1."""
+        extra = c_in if c_in is not None else Form()
 
-            for d in range(n_dig):
-                base = 4 * d
-                width = min(4, w - base)
-                extra = c_in if d == 0 else Form()
-                if width == 4 and 4 * (d + 1) <= w:
-                    dig = low(4, base) + extra
-                    put(("G", d), (dig, 16))
-                    if d:
-                        put(("P", d), (dig, 15))
-                # carries into bits base+1 .. base+width (the last one only when
-                # it is the carry out of a partial digit)
-                for k in range(1, width + 1):
-                    if k == 4:
-                        break
-                    if base + k > w:
-                        break
-                    put(("c0", d, k), (low(k, base) + extra, 1 << k))
-                    if d:
-                        put(("c1", d, k), (low(k, base), (1 << k) - 1))
-            g1 = self.bits(self.emit(rows1))
+        def row(key: tuple) -> Row:
+            kind, d, *k = key
+            n, ext = (k[0] if k else size), (extra if d == 0 else Form())
+            low = _low(s, n, size * d)
+            if kind in ("G", "c0"):
+                return low + ext, 1 << n
+            return low, (1 << n) - 1               # P, c1: the carry for a carry-in of 1
 
-            def lookahead(d: int) -> Form:
-                terms = []
-                for j in range(d):
-                    if j == 0:
-                        terms.append(g1[idx[("G", 0)]] * 2 - 1)
-                    else:
-                        terms.append((g1[idx[("G", j)]] + g1[idx[("P", j)]] - 1) * (1 << j))
-                return fsum(terms)
+        keys: dict[tuple, None] = {}
+        for i in wanted:
+            d, k = divmod(i, size)
+            if k:
+                keys.update({("c0", d, k): None} | ({("c1", d, k): None}
+                                                    if d or c_in is None else {}))
+            for j in range(d):
+                keys.update({("G", j): None} | ({("P", j): None} if j or c_in is None else {}))
+        idx = {key: n for n, key in enumerate(keys)}
+        g1 = self.bits(self.emit([row(key) for key in keys])) if keys else []
 
-            for i in range(1, w + 1):
-                d, k = divmod(i, 4)
-                if d == 0:
-                    carry[i] = linear(g1[idx[("c0", 0, k)]])
-                elif k == 0:
-                    carry[i] = step(lookahead(d), 1)
-                else:
-                    carry[i] = step(lookahead(d) + (g1[idx[("c0", d, k)]]
-                                                    + g1[idx[("c1", d, k)]] - 1) * (1 << d), 1)
-        rows: list[Sum] = []
-        for i in range(w):
-            ci, co = carry[i], carry[i + 1]
-            assert ci is not None and co is not None
-            rows.append(linear(s[i]) + ci + co * -2)
-        return self.emit(rows)
+        def trit(kind_g: str, kind_p: str, *at: int) -> Form:
+            """+1 generate, 0 propagate, −1 kill (digit 0 with a known carry-in never propagates)."""
+            g = g1[idx[(kind_g, *at)]]
+            if at[0] == 0 and c_in is not None:
+                return g * 2 - 1
+            return g + g1[idx[(kind_p, *at)]] - 1
+
+        out: dict[int, Form] = {}
+        for i in wanted:
+            d, k = divmod(i, size)
+            # the highest digit that does not propagate decides the sign
+            terms = [trit("G", "P", j) * (1 << j) for j in range(d)]
+            if k:
+                terms.append(trit("c0", "c1", d, k) * (1 << d))
+            elif i == 0 and c_in is not None:
+                terms.append(c_in)
+            out[i] = fsum(terms)
+        return out
+
+    def _split_carries(self, s: list[Form], c_in: Form, wanted: range) -> dict[int, Sum]:
+        """Carries of a 33..64-bit sum in three layers: the low 32 columns'
+        carries (its carry out C as a bit) and the high columns' carries for
+        either carry-in (x0 = [T ≥ 1], x1 = [T ≥ 0]) in two, then
+        x0 ∨ (x1 ∧ C) = [2·x0 + x1 + C ≥ 2]. (One lookahead over 64 columns
+        needs digits of 8 columns, whose rows break the gadget bounds where
+        columns hold one bit.)"""
+        n = 32
+        low = self._carry_forms(s[:n], c_in, range(min(wanted.start, n), n + 1))
+        high = self._carry_forms(s[n:], None, range(max(wanted.start, n) - n, len(s) - n + 1))
+        rows: list[Row] = [(low[n], 1)]
+        for t in high.values():
+            rows += [(t, 1), (t, 0)]
+        g2 = self.bits(self.emit(rows))
+        carry = {i: step(t, 1) for i, t in low.items() if i in wanted and i < n}
+        for m, i in enumerate(high):
+            carry[n + i] = step(g2[1 + 2 * m] * 2 + g2[2 + 2 * m] + g2[0], 2)
+        return carry
 
     # ------------------------------------------------------------ multi-operand
 
@@ -546,13 +695,13 @@ class Alu:
     def mul_lo(self, x: SSAValue, y: SSAValue) -> SSAValue:
         """Low W bits of x·y: partial products a_i ∧ b_j (i + j < W) as full
         adders of ANDs in one layer, two counter levels, then the digit adder:
-        5 layers, 2,625 neurons at W = 32."""
+        5 layers, 2,556 neurons at W = 32."""
         self._same(x, y)
         return self._column_sum(self._products(x, y))
 
     def mad_lo(self, x: SSAValue, y: SSAValue, z: SSAValue) -> SSAValue:
         """Low W bits of x·y + z: z joins the partial-product columns (same depth
-        as mul_lo: 5 layers, 2,739 neurons at W = 32)."""
+        as mul_lo: 5 layers, 2,663 neurons at W = 32)."""
         self._same(x, y)
         self._same(x, z)
         cols = self._products(x, y)
@@ -560,39 +709,68 @@ class Alu:
             cols[i].append(f)
         return self._column_sum(cols)
 
-    def _products(self, x: SSAValue, y: SSAValue) -> list[list[Form]]:
-        """The partial products a_i ∧ b_j (i + j < W) by columns, three at a
-        time as a full adder of ANDs (one layer): with p_m the ANDs and q the
-        ANDs of their pairs and triple, carry = Σ q_mn − 2·q_123 and sum =
-        Σ p_m − 2·carry, 7 shared neurons for 2 bits of 3 products."""
+    def mul_hi(self, x: SSAValue, y: SSAValue, signed: bool) -> SSAValue:
+        """High W bits of the 2W-bit x·y (signed: two's complement, Baugh–Wooley
+        partial products): mul_lo's counters over 2W columns, and only the
+        adder's top half (8-bit digits keep its lookahead at 8 digits):
+        5 layers, 4,989 (unsigned) / 4,964 (signed) neurons at W = 32; a
+        constant factor drops the products it zeroes."""
+        w = self._same(x, y)
+        return self._column_sum(self._products(x, y, 2 * w, signed), lo_bit=w)
+
+    def _products(self, x: SSAValue, y: SSAValue, ncols: int | None = None,
+                  signed: bool = False) -> list[list[Form]]:
+        """The partial products a_i ∧ b_j (i + j < ncols, default W) by columns,
+        three at a time as a full adder of ANDs (one layer): with p_m the ANDs
+        and q the ANDs of their pairs and triple, carry = Σ q_mn − 2·q_123 and
+        sum = Σ p_m − 2·carry, 7 shared neurons for 2 bits of 3 products.
+        `signed` (Baugh–Wooley): a product of one sign bit and one other bit
+        weighs −2^k, so it enters as 1 − p and −2^k joins a constant whose
+        bits become constant-1 bits of their columns."""
         xs, ys = self.bits(x), self.bits(y)
         w = len(xs)
+        ncols = w if ncols is None else ncols
         rows: list[Row | Sum] = []
-        where: list[int] = []
-        for k in range(w):
-            pp = [xs[i] + ys[k - i] for i in range(k + 1)]
-            pp = [f for f in pp if f.hi() == 2]           # a constant-0 factor: no product
-            n3 = len(pp) // 3 if k + 1 < w else 0         # the top column has no carry out
+        where: list[tuple[int, bool]] = []
+        const = 0
+        for k in range(ncols):
+            pos: list[Form] = []
+            for i in range(max(0, k - w + 1), min(k, w - 1) + 1):
+                f = xs[i] + ys[k - i]
+                if f.hi() < 2:                            # a constant-0 factor: no product
+                    continue
+                if signed and (i == w - 1) != (k - i == w - 1):
+                    rows.append((f, 2))
+                    where.append((k, True))
+                    const -= 1 << k
+                else:
+                    pos.append(f)
+            n3 = len(pos) // 3 if k + 1 < ncols else 0    # the top column has no carry out
             for m in range(n3):
-                f1, f2, f3 = pp[3 * m:3 * m + 3]
+                f1, f2, f3 = pos[3 * m:3 * m + 3]
                 carry = (step(f1 + f2, 4) + step(f1 + f3, 4) + step(f2 + f3, 4)
                          + step(f1 + f2 + f3, 6) * -2)
                 rows.append(step(f1, 2) + step(f2, 2) + step(f3, 2) + carry * -2)
-                where.append(k)
+                where.append((k, False))
                 rows.append(carry)
-                where.append(k + 1)
-            for f in pp[3 * n3:]:
+                where.append((k + 1, False))
+            for f in pos[3 * n3:]:
                 rows.append((f, 2))
-                where.append(k)
-        cols: list[list[Form]] = [[] for _ in range(w)]
+                where.append((k, False))
+        cols: list[list[Form]] = [[] for _ in range(ncols)]
+        for k in range(ncols):
+            if (const >> k) & 1:
+                cols[k].append(Form(const=1))
         if not rows:        # a factor is the constant 0: no products at all
             return cols
-        for c, f in zip(where, self.bits(self.emit(rows)), strict=True):
+        for (c, negated), f in zip(where, self.bits(self.emit(rows)), strict=True):
+            f = 1 - f if negated else f
             if not (f.is_const and f.const == 0):
                 cols[c].append(f)
         return cols
 
-    def _column_sum(self, cols: list[list[Form]]) -> SSAValue:
+    def _column_sum(self, cols: list[list[Form]], lo_bit: int = 0) -> SSAValue:
+        """Bits lo_bit.. of the column sum: counter levels, then the digit adder."""
         w = len(cols)
         cols = [self._fold(c) for c in cols]
         for _ in range(32):
@@ -601,7 +779,7 @@ class Alu:
             cols = self._compress(cols)
         else:
             raise AssertionError("column compression does not converge")
-        return self._add_columns(cols, None) if w else self.const(0, 0)
+        return self._add_columns(cols, None, lo_bit) if w else self.const(0, 0)
 
     @staticmethod
     def _fold(col: list[Form]) -> list[Form]:
@@ -612,25 +790,35 @@ class Alu:
     #: restoring gadget within bfloat16's 8 bits).
     counter_max = 127
 
-    def _plan(self, cols: list[list[Form]], g: int) -> tuple[list[int], int] | None:
-        """Heights after one counter level of group size g, and its neurons."""
+    def _plan(self, cols: list[list[Form]], g: int) -> tuple[list[list[int]], list[int], int] | None:
+        """One counter level of group size g: the groups it counts (those with
+        a column over 2 bits, and those the counted groups' carries would push
+        over 2, so that no carry ripples into one more level), the heights
+        after it, and its neurons."""
         w = len(cols)
-        heights = [0] * w
-        neurons = 0
-        for base in range(0, w, g):
-            group = range(base, min(base + g, w))
-            if all(len(cols[c]) <= 2 for c in group):
-                for c in group:
-                    heights[c] += len(cols[c])
-                continue
-            dmax = sum(len(cols[c]) << (c - base) for c in group)
-            if dmax > self.counter_max:
-                return None
-            neurons += 2 * dmax
-            for t in range(dmax.bit_length()):
-                if base + t < w:
-                    heights[base + t] += 1
-        return heights, neurons
+        groups = [list(range(base, min(base + g, w))) for base in range(0, w, g)]
+        counted = [any(len(cols[c]) > 2 for c in grp) for grp in groups]
+        while True:
+            heights = [0] * w
+            neurons = 0
+            for grp, on in zip(groups, counted, strict=True):
+                if not on:
+                    for c in grp:
+                        heights[c] += len(cols[c])
+                    continue
+                dmax = self._group_max(cols, grp)
+                if dmax > self.counter_max:
+                    return None
+                neurons += 2 * dmax
+                for t in range(dmax.bit_length()):
+                    if grp[0] + t < w:
+                        heights[grp[0] + t] += 1
+            spill = [n for n, (grp, on) in enumerate(zip(groups, counted, strict=True))
+                     if not on and any(heights[c] > 2 for c in grp)]
+            if not spill:
+                return [grp for grp, on in zip(groups, counted, strict=True) if on], heights, neurons
+            for n in spill:
+                counted[n] = True
 
     def _compress(self, cols: list[list[Form]]) -> list[list[Form]]:
         """One counter level (one layer): the column sum D of each group of
@@ -642,13 +830,11 @@ class Alu:
             plan = self._plan(cols, g)
             if plan is None:
                 continue
-            score = (max(plan[0], default=0), plan[1])
+            score = (max(plan[1], default=0), plan[2])
             if best is None or score < best[0]:
-                best = (score, g)
+                best = (score, plan[0])
         assert best is not None
-        g = best[1]
-        groups = [list(range(base, min(base + g, w))) for base in range(0, w, g)]
-        groups = [grp for grp in groups if any(len(cols[c]) > 2 for c in grp)]
+        groups = best[1]
         need = [c for grp in groups if not self._counter_fits(cols, grp) for c in grp]
         if need:      # composite bits whose sums break the gadget bounds: copy them first
             flat = [f for c in need for f in cols[c]]
@@ -810,3 +996,159 @@ class Alu:
         2 layers, 559 (shr.u) / 591 (shr.s) neurons at W = 32 (views for a
         constant y)."""
         return self._shift(x, y, "shr.s" if signed else "shr.u")
+
+    def shf(self, lo: SSAValue, hi: SSAValue, amount: SSAValue, left: bool,
+            clamp: bool) -> SSAValue:
+        """Funnel shift of the 2W-bit pair {hi, lo} by n = amount mod W (wrap)
+        or min(amount, W) (clamp): the high word of pair << n (left) or the
+        low word of pair >> n (right). [n == s] is one-hot, so bit i is the
+        sum row Σ_s [n == s] ∧ src(i, s) of W ANDs: 1 layer, 1,024 (wrap) /
+        1,088 (clamp) neurons at W = 32, views for a constant amount.
+        Power-of-two W only (PTX has shf.b32)."""
+        w = self._same(lo, hi)
+        if w & (w - 1):
+            raise ValueError(f"funnel shifts take a power-of-two width, not {w}")
+        los, his, cs = self.bits(lo), self.bits(hi), self.bits(amount)
+        nb = w.bit_length() - 1
+        named = cs if clamp else cs[:nb]                 # the bits n == s reads
+
+        def src(i: int, n: int) -> Form:         # bit i + W − n (left) / i + n of {hi, lo}
+            j = i + w - n if left else i + n
+            return los[j] if j < w else his[j - w]
+
+        rows = []
+        for i in range(w):
+            parts = []
+            for s in range(min(w, 1 << len(named))):
+                m, count = _matches(named, s)
+                parts.append(step(m + src(i, s), count + 1))
+            heavy = cs[nb:]                              # clamp: amount ≥ W shifts by W
+            if clamp and heavy:
+                parts.append(step(fsum(heavy) + len(heavy) * src(i, w), len(heavy) + 1))
+            rows.append(_one_hot(parts))
+        return self.emit(rows)
+
+    # ------------------------------------------------------------ bit fields
+
+    def _field_bounds(self, pos: SSAValue, length: SSAValue, w: int,
+                      sums: bool) -> tuple[Bound, Bound, Bound]:
+        """One layer of rows over the low 8 bits of pos and len (PTX reads
+        only those): R(m) = [pos ≥ m], L(j) = [len ≥ j] (m, j ≤ W) and, with
+        `sums`, S(k) = [pos' + len' ≥ k] over the bits below W of each
+        (exact while pos, len < W, i.e. when ¬R(W) ∧ ¬L(W))."""
+        ps, ls = self.bits(pos)[:8], self.bits(length)[:8]
+        nb = (w - 1).bit_length()
+        rows = [_at_least([(f, 1 << j) for j, f in enumerate(ps)], m) for m in range(1, w + 1)]
+        rows += [_at_least([(f, 1 << j) for j, f in enumerate(ls)], j) for j in range(1, w + 1)]
+        if sums:
+            low = [(f, 1 << j) for j, f in enumerate(ps[:nb])]
+            low += [(f, 1 << j) for j, f in enumerate(ls[:nb])]
+            rows += [_at_least(low, k) for k in range(1, w + 1)]
+        got = self.bits(self.emit(rows))
+
+        def table(start: int) -> Bound:
+            # index ≤ 0 is the constant 1 (every value is ≥ 0)
+            return lambda k: got[start + k - 1] if k > 0 else Form(const=1)
+
+        return table(0), table(w), table(2 * w)
+
+    def bfe(self, x: SSAValue, pos: SSAValue, length: SSAValue, signed: bool) -> SSAValue:
+        """Bit field extract (PTX bfe; p, l the low 8 bits of pos, len): bit i
+        is x_{p+i} while i < min(l, W − p), then the fill: 0, or (signed) the
+        field's top bit x_{min(p+l, W) − 1} (0 when l = 0). Layer 1: R, L (and
+        S) of `_field_bounds`; layer 2, bit i as a sum row of ANDs:
+        Σ_p [p = P] ∧ x_{p+i} ∧ [l > i], plus (signed) the fill
+        Σ_k [min(p + l, W) = k] ∧ x_{k−1} ∧ [l ≥ 1] ∧ [p ≥ k − i].
+        2 layers, 644 (bfe.u) / 1,298 (bfe.s) neurons at W = 32; views for
+        constant pos and len."""
+        xs = self.bits(x)
+        w = len(xs)
+        R, L, S = self._field_bounds(pos, length, w, signed)
+        rows = []
+        for i in range(w):
+            parts = [_and_of([R(p), 1 - R(p + 1), xs[p + i], L(i + 1)]) for p in range(w - i)]
+            if signed:
+                parts += [_and_of([S(k), 1 - S(k + 1), 1 - R(w), 1 - L(w), xs[k - 1], L(1), R(k - i)])
+                          for k in range(1, w)]
+                # min(p + l, W) = W: pos ≥ W, len ≥ W or pos + len ≥ W
+                parts.append(step(R(w) + L(w) + S(w) + 3 * (R(w - i) + L(1) + xs[w - 1]), 10))
+            rows.append(_one_hot(parts))
+        return self.emit(rows)
+
+    def bfi(self, f: SSAValue, base: SSAValue, pos: SSAValue, length: SSAValue) -> SSAValue:
+        """Bit field insert (PTX bfi; p, l the low 8 bits of pos, len): bit i
+        is f_{i−p} for p ≤ i < p + l, else base_i. Layer 2, bit i as a sum row:
+        Σ_{q ≤ i} [p = q] ∧ [l ≥ i + 1 − q] ∧ f_{i−q}
+        + base_i ∧ ([p > i] ∨ ([p + l ≤ i] ∧ [l < W])).
+        2 layers, 771 neurons at W = 32; views for constant pos and len."""
+        w = self._same(f, base)
+        fs, bs = self.bits(f), self.bits(base)
+        R, L, S = self._field_bounds(pos, length, w, True)
+        rows = []
+        for i in range(w):
+            parts = [_and_of([R(q), 1 - R(q + 1), L(i + 1 - q), fs[i - q]]) for q in range(i + 1)]
+            # base_i ∧ (i < p ∨ (p + l ≤ i ∧ l < W)), i.e. outside the field
+            parts.append(step(3 * bs[i] + 2 * R(i + 1) + 2 - S(i + 1) - L(w), 5))
+            rows.append(_one_hot(parts))
+        return self.emit(rows)
+
+    # ------------------------------------------------------------ bit counts, abs
+
+    def brev(self, x: SSAValue) -> SSAValue:
+        """Bits reversed: a view, no neurons."""
+        w = T.width_of(x)
+        return self._view([(x, w - 1 - i) for i in range(w)])
+
+    def popc(self, x: SSAValue) -> SSAValue:
+        """Number of 1 bits: bit t of D = Σ x_i as a staircase over the parts
+        [D ≥ k]: 1 layer, 62 neurons at W = 32."""
+        xs = self.bits(x)
+        d = fsum(xs)
+        return self.emit([_bit_of_count(t, d.hi(), d) for t in range(len(xs))])
+
+    def clz(self, x: SSAValue) -> SSAValue:
+        """Leading zeros (W for 0): z_k = [the top k bits are 0] = [clz ≥ k],
+        bit t of clz = Σ_k (bit_t(k) − bit_t(k − 1))·z_k: 1 layer, 32 neurons
+        at W = 32."""
+        return self._of_leading(x, False, lambda k: k)
+
+    def bfind(self, x: SSAValue, signed: bool, shiftamt: bool) -> SSAValue:
+        """Position of the most significant non-sign bit, or its distance from
+        the top (`shiftamt`); all ones when there is none. A staircase over
+        z_k = [the top k bits equal the sign] (unsigned: are 0), like clz:
+        1 layer, 32 (unsigned) / 62 (signed) neurons at W = 32."""
+        w = T.width_of(x)
+        m = (1 << w) - 1
+        return self._of_leading(x, signed, lambda k: m if k == w else
+                                (k if shiftamt else w - 1 - k))
+
+    def _of_leading(self, x: SSAValue, signed: bool, v: Callable[[int], int]) -> SSAValue:
+        """v(n) for n the number of leading bits equal to the sign bit
+        (unsigned: leading zeros), as staircases over z_k = [n ≥ k]."""
+        xs = self.bits(x)
+        w = len(xs)
+        z: list[Sum] = []
+        for k in range(1, w + 1):
+            top = fsum(xs[w - k:])
+            if signed and k == 1:
+                z.append(linear(Form(const=1)))          # the sign bit equals itself
+            else:
+                z.append(step(-top, 0) + step(top, k) if signed else step(-top, 0))
+        rows = []
+        for t in range(w):
+            bit = [(v(k) >> t) & 1 for k in range(w + 1)]
+            row = linear(Form(const=bit[0]))
+            for k in range(1, w + 1):
+                if bit[k] != bit[k - 1]:
+                    row = row + z[k - 1] * (bit[k] - bit[k - 1])
+            rows.append(row)
+        return self.emit(rows)
+
+    def abs(self, x: SSAValue) -> SSAValue:
+        """|x| (two's complement, abs(INT_MIN) = INT_MIN): for x < 0 bit i of −x
+        is x_i XOR (x_j for some j < i), so bit i = x_i XOR c_i with
+        c_i = [Σ_{j<i} x_j + i·x_{W−1} ≥ i + 1], the XOR as one sum row:
+        1 layer, 153 neurons at W = 32."""
+        xs = self.bits(x)
+        sign = xs[-1]
+        return self.emit([_xor_step(a, fsum(xs[:i]) + sign * i, i + 1) for i, a in enumerate(xs)])

@@ -1,12 +1,16 @@
 """qgc.alu: every circuit against Python's integer semantics on the ideal
 `tensor` engine (exhaustively at small widths, on drawn and edge operands at
 32 bits, at every width 1..32), the scheduled depth of the main circuits at 32
-bits, and add / setp / select / mul_lo compiled into stock
+bits, and add / setp / select / mul_lo / popc / clz / mul.hi.s compiled into stock
 `Qwen3_5DecoderLayer` modules in float32 and bfloat16, bit for bit against
-the engine. `pytest -s` prints depth and neurons per op."""
+the engine. The bit ops (abs, popc, clz, brev, bfind, bfe, bfi, shf,
+mul.hi) against the simt engine's own ALU table at 32 bits and a
+width-generic reading of the same PTX semantics below; popc, clz and mul.hi
+in the stock layers too. `pytest -s -n 0` prints depth and neurons per op."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import random
 
@@ -14,10 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qgc.alu import CONDS, Alu
+from qgc.alu import CONDS, Alu, Form, _tighten
 from qgc.dialects import simt
 from qgc.dialects import tensor as T
 from qgc.passes.tensor_schedule_layers import schedule
+from qgc.runtime.simt_engine import ALU
 from qgc.runtime.tensor_engine import from_bits, run_tensor, to_bits
 
 
@@ -216,12 +221,256 @@ def test_a_zero_factor_leaves_no_products():
         assert from_bits(out["mad"]) == c
 
 
+# ----------------------------------------------------------------- bit ops
+
+#: The simt engine's ALU ops built by the bit-op methods, with their operand
+#: counts (the operands are the inputs x, y, z, u in the engine's order).
+BIT_OPS = {"abs": 1, "popc": 1, "clz": 1, "brev": 1, "bfind.u": 1, "bfind.s": 1,
+           "bfind.shiftamt.u": 1, "bfind.shiftamt.s": 1, "bfe.u": 3, "bfe.s": 3, "bfi": 4,
+           "shf.l.wrap": 3, "shf.l.clamp": 3, "shf.r.wrap": 3, "shf.r.clamp": 3,
+           "mul.hi.u": 2, "mul.hi.s": 2}
+NAMES = "xyzu"
+
+
+def bit_reference(op: str, w: int, a: int, b: int = 0, c: int = 0, d: int = 0) -> int:
+    """The PTX semantics of the engine's helpers (`_bfe`, `_bfi`, `_shf`,
+    `_bfind`, ...) at any width w (theirs are 32-bit; at 32 bits the tests
+    check this against them)."""
+    m = (1 << w) - 1
+    if op.startswith("bfind"):
+        if op.endswith(".s") and a >> (w - 1):
+            a = ~a & m
+        top = a.bit_length() - 1
+        return m if not a else (w - 1 - top if "shiftamt" in op else top)
+    if op.startswith("bfe"):
+        pos, length = b & 0xFF, c & 0xFF
+        sbit = (a >> min(pos + length - 1, w - 1)) & 1 if op == "bfe.s" and length else 0
+        taken = max(0, min(length, w - pos))
+        field = (a >> pos) & ((1 << taken) - 1) if pos < w else 0
+        return field | (m & ~((1 << taken) - 1) if sbit else 0)
+    if op == "bfi":
+        pos, length = c & 0xFF, d & 0xFF
+        field = ((1 << min(length, w - pos)) - 1) << pos if pos < w else 0
+        return (b & ~field | (a << pos) & field) & m
+    if op.startswith("shf"):
+        n = min(c, w) if op.endswith("clamp") else c % w
+        pair = (b << w) | a
+        return ((pair << n) >> w) & m if ".l." in op else (pair >> n) & m
+    return {"abs": lambda: abs(signed(a, w)) & m, "popc": lambda: bin(a).count("1"),
+            "clz": lambda: w - a.bit_length(), "brev": lambda: int(f"{a:0{w}b}"[::-1], 2),
+            "mul.hi.u": lambda: (a * b) >> w,
+            "mul.hi.s": lambda: (signed(a, w) * signed(b, w) >> w) & m}[op]()
+
+
+def bit_op(alu: Alu, op: str, v: list):
+    if op.startswith("bfind"):
+        return alu.bfind(v[0], op.endswith(".s"), "shiftamt" in op)
+    if op.startswith("bfe"):
+        return alu.bfe(*v, signed=op == "bfe.s")
+    if op.startswith("shf"):
+        return alu.shf(*v, left=".l." in op, clamp=op.endswith("clamp"))
+    if op.startswith("mul.hi"):
+        return alu.mul_hi(*v, signed=op.endswith(".s"))
+    return getattr(alu, op)(*v)
+
+
+def build_bit_op(op: str, w: int, consts: dict[int, int] | None = None) -> T.ProgramOp:
+    """The op over inputs x, y, ... (operand k the constant consts[k] if given)."""
+    b = T.ProgramBuilder(op.replace(".", "_"))
+    alu = Alu(b)
+    consts = consts or {}
+    v = [alu.const(consts[k], w) if k in consts else b.input(NAMES[k], w)
+         for k in range(BIT_OPS[op])]
+    b.output("out", bit_op(alu, op, v))
+    program = b.program
+    program.verify()
+    return program
+
+
+def run_named(program: T.ProgramOp, w: int, operands) -> int:
+    """Run with the operands as inputs x, y, z, u (those the program takes)."""
+    names = {op.input_name.data for op in program.inputs()}
+    inputs = {n: to_bits(v, w) for n, v in zip(NAMES[:len(operands)], operands, strict=True)
+              if n in names}
+    return from_bits(run_tensor(program, inputs)[0]["out"])
+
+
+def check_bit_op(program: T.ProgramOp, op: str, w: int, cases) -> None:
+    for v in cases:
+        want = ALU[op](*v) if w == 32 else bit_reference(op, w, *v)
+        assert run_named(program, w, v) == want, (op, w, v)
+
+
+#: pos / len / shift amounts: PTX reads the low 8 bits of pos and len, the
+#: whole amount of a clamped funnel shift.
+FIELD_EDGES = [0, 1, 5, 8, 16, 31, 32, 33, 40, 255, 256, 0x101, 0x8000_001F, 0xFFFF_FFFF]
+
+
+#: The operands that are positions, lengths or amounts.
+FIELDS = {"bfe.u": (1, 2), "bfe.s": (1, 2), "bfi": (2, 3), "shf.l.wrap": (2,),
+          "shf.l.clamp": (2,), "shf.r.wrap": (2,), "shf.r.clamp": (2,)}
+
+
+def spread(words: list[int], k: int) -> list[int]:
+    """k of the words, evenly spaced."""
+    return [words[i * len(words) // k] for i in range(k)]
+
+
+def bit_cases(op: str, words: list[int]) -> list[tuple[int, ...]]:
+    """Operand tuples: words for data operands, FIELD_EDGES for the fields;
+    about 600 per op of more than one operand."""
+    n = BIT_OPS[op]
+    if n == 1:
+        return [(a,) for a in words]
+    fields = FIELDS.get(op, ())
+    room = 600 / len(FIELD_EDGES) ** len(fields)
+    data = spread(words, max(2, round(room ** (1 / (n - len(fields))))))
+    return list(itertools.product(*[FIELD_EDGES if k in fields else data for k in range(n)]))
+
+
+_rng = random.Random(32)
+WORDS32 = sorted(set(EDGES + [1 << k for k in range(32)] + [(1 << k) - 1 for k in range(33)]
+                     + [_rng.randrange(1 << 32) for _ in range(200)]))
+
+
+def test_bit_reference_is_the_engines():
+    """The width-generic reference equals the engine's ALU table at 32 bits."""
+    rng = random.Random(7)
+    for op, n in BIT_OPS.items():
+        for _ in range(300):
+            v = [rng.choice([rng.randrange(1 << 32), rng.choice(FIELD_EDGES), rng.choice(EDGES)])
+                 for _ in range(n)]
+            assert bit_reference(op, 32, *v) == ALU[op](*v), (op, v)
+
+
+def small_widths(op: str) -> tuple[int, ...]:
+    """Exhaustive widths: every operand combination stays ≤ 4,096 runs."""
+    n = BIT_OPS[op]
+    if n == 1:
+        return (1, 2, 3, 5, 8)
+    if n == 2:
+        return (1, 2, 3, 4, 5)
+    if op.startswith("shf"):
+        return (1, 2, 4)               # funnel shifts take power-of-two widths
+    return (2, 3) if n == 4 else (3, 4)
+
+
+@pytest.mark.parametrize("op", list(BIT_OPS))
+def test_bit_ops_exhaustive_at_small_width(op):
+    for w in small_widths(op):
+        check_bit_op(build_bit_op(op, w), op, w,
+                     itertools.product(range(1 << w), repeat=BIT_OPS[op]))
+
+
+@pytest.fixture(scope="module")
+def wide_bits():
+    cache: dict[str, T.ProgramOp] = {}
+
+    def get(op: str) -> T.ProgramOp:
+        if op not in cache:
+            cache[op] = build_bit_op(op, 32)
+        return cache[op]
+    yield get
+    # the IR is cyclic: collect it now, not while xdist stops the worker
+    # (its interrupt then lands in hypothesis' gc callback, a noisy warning)
+    cache.clear()
+    gc.collect()
+
+
+@pytest.mark.parametrize("op", list(BIT_OPS))
+def test_bit_ops_edges_at_32_bits(wide_bits, op):
+    cases = bit_cases(op, WORDS32)
+    assert len(cases) >= 100
+    check_bit_op(wide_bits(op), op, 32, cases)
+
+
+@settings(max_examples=25, deadline=None)
+@given(v=st.tuples(WORDS, WORDS, WORDS, WORDS), small=st.integers(0, 300))
+def test_bit_ops_drawn_at_32_bits(wide_bits, v, small):
+    for op, n in BIT_OPS.items():
+        near = [small if k in FIELDS.get(op, ()) else x for k, x in enumerate(v[:n])]
+        check_bit_op(wide_bits(op), op, 32, [v[:n], tuple(near)])
+
+
+@pytest.mark.parametrize("w", [6, 9, 17])
+def test_mul_hi_at_more_widths(w):
+    """mul.hi at other widths: 12 and 18 columns (4-bit digits), 34 columns
+    (the 8 digits of 5 bits that wide adders take)."""
+    rng = random.Random(w)
+    m = (1 << w) - 1
+    cases = [(rng.randrange(1 << w), rng.randrange(1 << w)) for _ in range(30)]
+    cases += [(m, m), (1 << (w - 1), 1 << (w - 1)), (m, 1), (1 << (w - 1), m)]
+    for op in ("mul.hi.u", "mul.hi.s"):
+        check_bit_op(build_bit_op(op, w), op, w, cases)
+
+
+def test_split_adder(monkeypatch):
+    """The fallback adder of over 32 columns (3 layers: the high half's carries
+    for either carry-in, then the low half's carry out picks) where the
+    8-digit lookahead's rows break the gadget bounds."""
+    from xdsl.utils.exceptions import VerifyException
+    plain = Alu._carry_forms
+
+    def no_wide_digits(self, s, c_in, wanted, size=4):
+        if size > 4:
+            raise VerifyException("wide digits refused (test)")
+        return plain(self, s, c_in, wanted, size)
+
+    monkeypatch.setattr(Alu, "_carry_forms", no_wide_digits)
+    w = 20
+    rng = random.Random(2)
+    cases = [(rng.randrange(1 << w), rng.randrange(1 << w)) for _ in range(60)]
+    cases += [((1 << w) - 1, (1 << w) - 1), (1 << (w - 1), 1 << (w - 1))]
+    for op in ("mul.hi.u", "mul.hi.s"):
+        program = build_bit_op(op, w)
+        check_bit_op(program, op, w, cases)
+        assert layers_and_neurons(program)[0] == 6
+
+
+def test_bit_op_constants_fold():
+    """Constant pos / len / amounts leave views only (no neuron); a constant
+    factor shrinks mul.hi (the division-by-constant idiom)."""
+    folded = {"bfe.u": {1: 5, 2: 10}, "bfe.s": {1: 3, 2: 7}, "bfi": {2: 2, 3: 30},
+              "shf.l.wrap": {2: 7}, "shf.r.clamp": {2: 40}, "shf.r.wrap": {2: 39}}
+    for op, consts in folded.items():
+        program = build_bit_op(op, 32, consts)
+        assert not any(o.gadget_neuron_count() for o in program.ops()
+                       if isinstance(o, T.ThresholdOp)), op
+        for a in EDGES[::2]:
+            v = [consts.get(k, a if k == 0 else a ^ 0x5A5A_5A5A) for k in range(BIT_OPS[op])]
+            assert run_named(program, 32, [a, a ^ 0x5A5A_5A5A]) == ALU[op](*v), (op, a)
+    k = 0x9249_2493            # mul.hi.s by −1840700269: x / 7
+    program = build_bit_op("mul.hi.s", 32, {1: k})
+    _, neurons = layers_and_neurons(program)
+    assert neurons < 2000
+    for a in EDGES:
+        assert run_named(program, 32, [a]) == ALU["mul.hi.s"](a, k)
+
+
+@settings(max_examples=100, deadline=None)
+@given(weights=st.lists(st.integers(-300, 300).filter(bool), min_size=1, max_size=6),
+       const=st.integers(-40, 40), t=st.integers(-600, 600))
+def test_tighten_keeps_the_function(weights, const, t):
+    """`_tighten` (which brings lopsided digit rows within the gadget bounds)
+    changes the weights, never the threshold function."""
+    form = Form({(None, i): w for i, w in enumerate(weights)}, const)
+    tight, u = _tighten(form, t)
+    def value(f: Form, bits: tuple[int, ...]) -> int:
+        return f.const + sum(w * bits[i] for (_, i), w in f.terms.items())
+
+    for bits in itertools.product((0, 1), repeat=len(weights)):
+        assert (value(form, bits) >= t) == (value(tight, bits) >= u)
+    assert all(abs(tight.terms[k]) <= abs(w) for k, w in form.terms.items())
+
+
 # ----------------------------------------------------------------- depth
 
 #: Scheduled layers at W = 32 on the 2B shape: regressions show here.
 DEPTH = {"add": 2, "sub": 2, "neg": 2, "setp.lt.s": 2, "setp.ge.u": 2, "eq": 2, "select": 1,
          "mask": 1, "and_": 1, "xor": 1, "min.s": 2, "shl": 2, "shr.s": 2, "sum": 3,
-         "mul_lo": 5, "mad_lo": 5}
+         "mul_lo": 5, "mad_lo": 5,
+         "abs": 1, "popc": 1, "clz": 1, "bfind.shiftamt.u": 1, "bfind.s": 1, "bfe.u": 2,
+         "bfe.s": 2, "bfi": 2, "shf.l.wrap": 1, "shf.r.clamp": 1, "mul.hi.u": 5, "mul.hi.s": 5}
 
 
 def layers_and_neurons(program: T.ProgramOp, hidden=2048, inter=6144) -> tuple[int, int]:
@@ -234,8 +483,8 @@ def layers_and_neurons(program: T.ProgramOp, hidden=2048, inter=6144) -> tuple[i
 
 
 @pytest.mark.parametrize("op", list(DEPTH))
-def test_depth_at_32_bits(wide, op):
-    layers, neurons = layers_and_neurons(wide(op))
+def test_depth_at_32_bits(wide, wide_bits, op):
+    layers, neurons = layers_and_neurons(wide_bits(op) if op in BIT_OPS else wide(op))
     print(f"\n{op}: {layers} layers, {neurons} neurons (W = 32, one lane)")
     assert layers == DEPTH[op]
 
@@ -243,6 +492,11 @@ def test_depth_at_32_bits(wide, op):
 def test_small_widths_are_shallower():
     assert layers_and_neurons(build("add", 8))[0] == 1
     assert layers_and_neurons(build("setp.lt.s", 8))[0] == 1
+
+
+def test_brev_is_a_view():
+    program = build_bit_op("brev", 32)
+    assert not any(isinstance(op, T.ThresholdOp) for op in program.ops())
 
 
 # ----------------------------------------------------------------- stock layers
@@ -297,7 +551,8 @@ class Stock:
 #: (op, hidden, intermediate) of the stock runs: the 0.8B width where the
 #: program's bits fit, else the 2B width with fewer neurons.
 STOCK = {"add": (1024, 3584), "setp.lt.s": (1024, 3584), "select": (1024, 3584),
-         "mul_lo": (2048, 2048)}
+         "mul_lo": (2048, 2048), "popc": (1024, 3584), "clz": (1024, 3584),
+         "mul.hi.s": (1024, 3584)}
 
 
 @pytest.fixture(scope="module", params=list(STOCK))
@@ -305,7 +560,7 @@ def stock(request):
     from qgc.runtime.tensor_codegen import compile_program
     op = request.param
     hidden, inter = STOCK[op]
-    program = build(op, 32)
+    program = build_bit_op(op, 32) if op in BIT_OPS else build(op, 32)
     schedule(program, hidden, inter, 16)
     program.verify()
     compiled = compile_program(program, stock_config(hidden, inter))
@@ -319,10 +574,12 @@ def test_stock_layers_match_engine(stock):
     cases += [(rng.randrange(1 << 32), rng.randrange(1 << 32), rng.randrange(2))
               for _ in range(50 - len(cases))]
     tokens, expected = [], []
+    names = {o.input_name.data for o in compiled.program.inputs()}
     for a, b, c in cases:
-        inputs = {"x": to_bits(a, 32), "y": to_bits(b, 32), "z": to_bits(c, 32)}
+        inputs = {n: to_bits(v, 32) for n, v in zip("xyz", (a, b, c), strict=True) if n in names}
         out, _ = run_tensor(compiled.program, inputs)
-        assert from_bits(out["out"]) == reference(op, 32, a, b, c)
+        want = ALU[op](*(a, b, c)[:BIT_OPS[op]]) if op in BIT_OPS else reference(op, 32, a, b, c)
+        assert from_bits(out["out"]) == want
         tokens.append(compiled.encode(inputs))
         expected.append(out)
     h = torch.tensor(tokens, dtype=torch.float64)
