@@ -41,9 +41,11 @@ layer budget:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import math
+import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -52,6 +54,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
+    BytesAttr,
     DenseArrayBase,
     IntAttr,
     IntegerAttr,
@@ -121,13 +124,18 @@ def is_bf16(value: float | Fraction) -> bool:
     """True when `value` is exactly representable in bfloat16 (8 significant bits)."""
     if value == 0:
         return True
-    f = Fraction(value)
-    num, den = abs(f.numerator), f.denominator
+    if type(value) is int:
+        num, den = abs(value), 1
+    else:
+        f = value if type(value) is Fraction else Fraction(value)
+        num, den = abs(f.numerator), f.denominator
     if den & (den - 1):
         return False                      # not a dyadic rational
-    while num % 2 == 0:
-        num //= 2
-    return num < 256 and abs(f) < Fraction(2) ** 128
+    odd = num >> ((num & -num).bit_length() - 1)   # num without its factors of 2
+    return odd < 256 and num < _BF16_LIMIT * den    # |value| < 2**128
+
+
+_BF16_LIMIT = 1 << 128
 
 
 def plural(n: int, word: str) -> str:
@@ -135,11 +143,26 @@ def plural(n: int, word: str) -> str:
 
 
 def _i64(value: int) -> IntegerAttr:
+    if type(value) is int:
+        return _cached_i64(value)
+    return IntegerAttr(value, i64)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _cached_i64(value: int) -> IntegerAttr:
+    """Attributes are immutable: one `IntegerAttr` per small integer serves all ops."""
     return IntegerAttr(value, i64)
 
 
 def _dense(values: Iterable[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, list(values))
+    """`DenseArrayBase.from_list(i64, values)`, packed in one go (that one
+    normalises value by value, which dominated building big programs)."""
+    values = list(values)
+    try:
+        data = struct.pack(f"<{len(values)}q", *values)
+    except struct.error:   # out of the signed range (or not integers): xDSL's own path
+        return DenseArrayBase.from_list(i64, values)
+    return DenseArrayBase(i64, BytesAttr(data))
 
 
 # ------------------------------------------------------------------------ types
@@ -173,6 +196,13 @@ class BitsType(ParametrizedAttribute, TypeAttribute):
 
 
 def bits(width: int) -> BitsType:
+    if type(width) is int:
+        return _cached_bits(width)
+    return BitsType(width)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _cached_bits(width: int) -> BitsType:
     return BitsType(width)
 
 
@@ -222,6 +252,17 @@ class ThresholdRow:
     terms: tuple[tuple[int, int], ...]  # (input bit index, integer weight)
     threshold: Fraction
 
+    def __hash__(self) -> int:
+        # the dataclass hash, without `Fraction.__hash__` (slow, and lowerings
+        # hash many fresh rows): equal rows have equal exact thresholds n/d
+        t = self.threshold
+        if type(t) is not Fraction and type(t) is not int:
+            try:
+                t = Fraction(t)
+            except (ValueError, OverflowError, TypeError):   # nan, inf, ...
+                return hash((self.terms, t))
+        return hash((self.terms, t.numerator, t.denominator))
+
     @property
     def int_threshold(self) -> int:
         return math.ceil(self.threshold)
@@ -232,16 +273,23 @@ class ThresholdRow:
     def form(self) -> tuple[tuple[tuple[int, int], ...], int]:
         """The row with its weights divided by their gcd g and the threshold
         ⌈t/g⌉: the same function with the smallest integer L = Σ w·b − T."""
-        g = math.gcd(*(abs(w) for _, w in self.terms)) if self.terms else 1
-        return (tuple((i, w // g) for i, w in self.terms),
-                math.ceil(self.threshold / g))
+        cached = self.__dict__.get("_form")
+        if cached is None:
+            terms = self.terms
+            g = math.gcd(*[w for _, w in terms]) if terms else 1
+            if g == 1 and type(terms) is tuple:
+                cached = (terms, math.ceil(self.threshold))
+            else:
+                cached = (tuple((i, w // g) for i, w in terms), math.ceil(self.threshold / g))
+            object.__setattr__(self, "_form", cached)
+        return cached
 
     def range(self) -> tuple[int, int]:
         """(min, max) of L = Σ w·b − T over all inputs (`form`)."""
         terms, t = self.form()
-        lo = sum(min(w, 0) for _, w in terms) - t
-        hi = sum(max(w, 0) for _, w in terms) - t
-        return lo, hi
+        weights = [w for _, w in terms]
+        positive = sum([w for w in weights if w > 0])
+        return sum(weights) - positive - t, positive - t
 
     @property
     def parts(self) -> tuple[tuple[int, ThresholdRow], ...]:
@@ -252,17 +300,34 @@ class ThresholdRow:
         return self.gadget().count
 
     def gadget(self) -> Gadget:
-        return _checked_gadget(self)
+        cached = self.__dict__.get("_gadget")
+        if cached is None:   # once per row object, once per distinct row (`_checked_gadget`)
+            cached = _checked_gadget(self)
+            object.__setattr__(self, "_gadget", cached)
+        return cached
+
+    def index_span(self) -> tuple[int, int, bool]:
+        """(smallest bit read, largest bit read, whether a bit is read twice);
+        (0, -1, False) for no terms."""
+        cached = self.__dict__.get("_span")
+        if cached is None:
+            indices = [i for i, _ in self.terms]
+            cached = ((min(indices), max(indices), len(set(indices)) != len(indices))
+                      if indices else (0, -1, False))
+            object.__setattr__(self, "_span", cached)
+        return cached
 
     def _gadget_checked(self) -> Gadget:
         g = self._gadget()
         terms, t = self.form()
         weights = {w for _, w in terms}
+        middle = Fraction(sum(w for _, w in terms), 2) - t if g.neurons else 0
         for _, slope, offset in g.neurons:
             # the gate weights codegen writes: 256·4·slope·w per bit, and the flag's
             # 256·(offset + slope·(Σ w/2 − t)) (a bit is b = 4·x + x_flag/2)
-            const = 256 * (offset + slope * (Fraction(sum(w for _, w in terms), 2) - t))
-            if not is_bf16(const) or not all(is_bf16(1024 * slope * w) for w in weights):
+            const = 256 * (offset + slope * middle)
+            scale = 1024 * (int(slope) if slope.denominator == 1 else slope)  # ints: fast path
+            if not is_bf16(const) or not all(is_bf16(scale * w) for w in weights):
                 raise VerifyException(
                     f"threshold row {self.spelled()} needs gate weights bfloat16 cannot hold "
                     f"exactly (constant {float(const)}): keep weights to 8 significant bits "
@@ -326,7 +391,11 @@ class SumRow:
     @property
     def terms(self) -> tuple[tuple[int, int], ...]:
         """Every (input bit, weight) the parts read, in order (bits repeat)."""
-        return tuple(t for _, row in self.parts for t in row.terms)
+        cached = self.__dict__.get("_terms")
+        if cached is None:
+            cached = tuple(t for _, row in self.parts for t in row.terms)
+            object.__setattr__(self, "_terms", cached)
+        return cached
 
     def neuron_count(self) -> int:
         return sum(row.gadget().count for _, row in self.parts)
@@ -370,15 +439,23 @@ class RowAttr(ParametrizedAttribute):
     threshold2: IntAttr
 
     def __init__(self, terms: Sequence[tuple[int, int]], threshold: Fraction | int | float):
-        t2 = Fraction(threshold) * 2
-        if t2.denominator != 1:
-            raise ValueError(f"threshold {threshold} is not a multiple of 1/2")
-        super().__init__(_dense(v for term in terms for v in term), IntAttr(int(t2)))
+        if type(threshold) is int:
+            t2 = 2 * threshold
+        else:
+            half = Fraction(threshold) * 2
+            if half.denominator != 1:
+                raise ValueError(f"threshold {threshold} is not a multiple of 1/2")
+            t2 = int(half)
+        super().__init__(_dense(v for term in terms for v in term), IntAttr(t2))
 
     def row(self) -> ThresholdRow:
-        flat = self.terms.get_values()
-        terms = tuple((int(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2))
-        return ThresholdRow(terms, Fraction(self.threshold2.data, 2))
+        cached = self.__dict__.get("_row")
+        if cached is None:   # computed once per attribute (it is immutable)
+            flat = self.terms.get_values()
+            terms = tuple((int(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2))
+            cached = ThresholdRow(terms, Fraction(self.threshold2.data, 2))
+            object.__setattr__(self, "_row", cached)
+        return cached
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -397,10 +474,33 @@ class RowAttr(ParametrizedAttribute):
             raise VerifyException("a threshold row holds index/weight pairs")
 
 
+#: Interned rows and sums (`row_attr`, `sum_attr`): a lowering builds the same
+#: rows over and over (lanes, repeated gadgets); attributes are immutable, so
+#: equal ones may be one object. Emptied when it grows past `_INTERN_LIMIT`.
+_INTERNED: dict[tuple, RowAttr | SumAttr] = {}
+_INTERN_LIMIT = 1 << 15
+
+
+def _intern(key: tuple, make) -> RowAttr | SumAttr:
+    attr = _INTERNED.get(key)
+    if attr is None:
+        attr = make()
+        if len(_INTERNED) >= _INTERN_LIMIT:
+            _INTERNED.clear()
+        _INTERNED[key] = attr
+    return attr
+
+
+def _row_key(terms: dict[int, int] | Sequence[tuple[int, int]],
+             threshold: Fraction | int | float) -> tuple:
+    items = sorted(terms.items()) if isinstance(terms, dict) else terms
+    return ("row", tuple([(i, w) for i, w in items if w != 0]), threshold)
+
+
 def row_attr(terms: dict[int, int] | Sequence[tuple[int, int]],
              threshold: Fraction | int | float) -> RowAttr:
-    items = sorted(terms.items()) if isinstance(terms, dict) else list(terms)
-    return RowAttr([(i, w) for i, w in items if w != 0], threshold)
+    key = _row_key(terms, threshold)
+    return _intern(key, lambda: RowAttr(key[1], threshold))  # type: ignore[return-value]
 
 
 @irdl_attr_definition
@@ -417,9 +517,13 @@ class SumAttr(ParametrizedAttribute):
         super().__init__(_dense(c for c, _ in parts), ArrayAttr([r for _, r in parts]))
 
     def row(self) -> SumRow:
-        return SumRow(tuple((int(c), r.row())
-                            for c, r in zip(self.coefs.get_values(), self.parts.data,
-                                            strict=True)))
+        cached = self.__dict__.get("_row")
+        if cached is None:   # computed once per attribute (it is immutable)
+            cached = SumRow(tuple((int(c), r.row())
+                                  for c, r in zip(self.coefs.get_values(), self.parts.data,
+                                                  strict=True)))
+            object.__setattr__(self, "_row", cached)
+        return cached
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -447,7 +551,11 @@ def sum_attr(parts: Sequence[tuple[int, dict[int, int], Fraction | int]]) -> Row
     coefficient 1 is a plain `RowAttr`."""
     if len(parts) == 1 and parts[0][0] == 1:
         return row_attr(parts[0][1], parts[0][2])
-    return SumAttr([(c, row_attr(t, th)) for c, t, th in parts])
+    keys = [(c, _row_key(t, th)) for c, t, th in parts]
+
+    def make() -> SumAttr:
+        return SumAttr([(c, _intern(k, lambda k=k: RowAttr(k[1], k[2]))) for c, k in keys])
+    return _intern(("sum", tuple(keys)), make)
 
 
 # ------------------------------------------------------------ custom directives
@@ -808,7 +916,9 @@ class ThresholdOp(PlacedOp):
     coordinate may reuse one whose previous bit is dead by this half
     (`... coords [3, 5) [9, 10) overwrites [3, 5) : ...`): each such bit costs
     one more neuron, a copy of the old bit with down weight −2 (so the
-    coordinate moves from 2·old−1 to 2f−1).
+    coordinate moves from 2·old−1 to 2f−1). A grouped op (`... group 2 ...`)
+    gives zero bits unless its group runs (bit 2 of the program's `groups`
+    input): its neurons take their up projection from that bit.
     """
 
     name = "tensor.threshold"
@@ -818,10 +928,11 @@ class ThresholdOp(PlacedOp):
     coords = opt_prop_def(DenseArrayBase.constr(i64))
     overwrites = opt_prop_def(DenseArrayBase.constr(i64))
     head = opt_prop_def(IntegerAttr[I64])
+    group = opt_prop_def(IntegerAttr[I64])
     result = result_def(BitsType)
     custom_directives = (Rows, Placement, Ranges)
     assembly_format = (
-        "$inputs custom<Rows>($rows) "
+        "$inputs custom<Rows>($rows) (`group` $group^)? "
         "(`at` custom<Placement>($layer, $half, $head, $neurons, $coords)^)? "
         "(`overwrites` custom<Ranges>($overwrites)^)? "
         "attr-dict `:` type($inputs) `->` type($result)")
@@ -830,6 +941,23 @@ class ThresholdOp(PlacedOp):
         super().__init__(operands=[list(values)],
                          properties={"rows": ArrayAttr(list(rows))},
                          result_types=[bits(len(rows))])
+
+    @staticmethod
+    def _verify_rows(rows: Sequence[Row], n_in: int) -> None:
+        """Every part reads bits of the operands, each once, and has a gadget."""
+        for j, row in enumerate(rows):
+            for _, part in row.parts:
+                lo, hi, twice = part.index_span()
+                if lo < 0 or hi >= n_in or twice:
+                    seen = set()
+                    for i, _ in part.terms:
+                        if not 0 <= i < n_in:
+                            raise VerifyException(f"row {j} reads bit {i}; the operands have "
+                                                  f"{plural(n_in, 'bit')}")
+                        if i in seen:
+                            raise VerifyException(f"row {j} reads bit {i} twice")
+                        seen.add(i)
+                part.gadget()  # range check
 
     def row_list(self) -> list[Row]:
         cached = getattr(self, "_rows_cache", None)
@@ -850,9 +978,24 @@ class ThresholdOp(PlacedOp):
         wide value may pass bits no row looks at: they are not read here)."""
         return sorted({i for row in self.row_list() for i, _ in row.terms})
 
+    @property
+    def group_index(self) -> int | None:
+        """The op's group (`group 3`): its bits are zero unless bit 3 of the
+        program's `groups` input is set (groups are mutually exclusive, so
+        their bits may share coordinates)."""
+        return None if self.group is None else self.group.value.data
+
+    def needs_group_constant(self) -> bool:
+        """A grouped op whose rows have a constant term takes it from a neuron
+        of its own (gated like the others) instead of the constant neuron."""
+        return self.group is not None and any(
+            part.gadget().base for row in self.row_list() for _, part in row.parts)
+
     def gadget_neuron_count(self) -> int:
-        """Neurons of the rows' gadgets alone (shared parts counted once)."""
-        return sum(part.gadget().count for part in self.distinct_parts())
+        """Neurons of the rows' gadgets alone (shared parts counted once), and
+        a grouped op's constant neuron."""
+        return sum(part.gadget().count for part in self.distinct_parts()) + \
+            int(self.needs_group_constant())
 
     def overwritten_coords(self) -> list[int]:
         """Output coordinates that hold a dead bit when this op writes them."""
@@ -868,17 +1011,10 @@ class ThresholdOp(PlacedOp):
         if len(rows) != width_of(self.result):
             raise VerifyException(f"tensor.threshold has {plural(len(rows), 'row')} for "
                                   f"{plural(width_of(self.result), 'output bit')}")
-        for j, row in enumerate(rows):
-            for _, part in row.parts:
-                seen = set()
-                for i, _ in part.terms:
-                    if not 0 <= i < n_in:
-                        raise VerifyException(f"row {j} reads bit {i}; the operands have "
-                                              f"{plural(n_in, 'bit')}")
-                    if i in seen:
-                        raise VerifyException(f"row {j} reads bit {i} twice")
-                    seen.add(i)
-                part.gadget()  # range check
+        checked = (self.rows, n_in)
+        if getattr(self, "_rows_checked", None) != checked:   # rows unchanged: checked before
+            self._verify_rows(rows, n_in)
+            object.__setattr__(self, "_rows_checked", checked)
         self._verify_half("mlp")
         if self.head is not None:
             raise VerifyException("tensor.threshold runs in an MLP half: no head")
@@ -1026,18 +1162,26 @@ class KvReadOp(_KvOp):
     """Read a memory row: `%v = tensor.kv_read @m[onehot %q] : !tensor.bits<16> ->
     !tensor.bits<8>`. Sees the write of the same token. An empty slot, an
     address ≥ slots, an all-zero one-hot query or a cleared enable bit read as
-    zero bits. Scheduled, `coords` are the result's coordinates; they hold −1
-    (bit 0) when the token enters the layer."""
+    zero bits, and so does a grouped read while its group does not run.
+    Scheduled, `coords` are the result's coordinates; they hold −1 (bit 0)
+    when the token enters the layer."""
 
     name = "tensor.kv_read"
     key = operand_def(BitsType)
     enable = opt_operand_def(BitsType)
+    group = opt_prop_def(IntegerAttr[I64])
     result = result_def(BitsType)
     custom_directives = (Keyword, Placement)
     assembly_format = (
-        "$memory `[` custom<Keyword>($key_kind) $key `]` (`if` $enable^)? "
+        "$memory `[` custom<Keyword>($key_kind) $key `]` (`if` $enable^)? (`group` $group^)? "
         "(`at` custom<Placement>($layer, $half, $head, $neurons, $coords)^)? "
         "attr-dict `:` type($key) (`,` type($enable)^)? `->` type($result)")
+
+    @property
+    def group_index(self) -> int | None:
+        """The read's group (`group 3`): it reads only while bit 3 of the
+        program's `groups` input is set, zero bits otherwise."""
+        return None if self.group is None else self.group.value.data
 
     def __init__(self, memory: str, kind: str, key: SSAValue, width: int,
                  enable: SSAValue | None = None):
@@ -1082,6 +1226,11 @@ class ProgramOp(IRDLOperation):
         tensor.program @step { ... }
         tensor.program @step layers 3 hidden 1024 intermediate 3584 heads 16 { ... }
 
+    `groups "g"` names an input of which at most one bit is set per token:
+    ops marked `group k` give zero bits unless bit k is set (the blocks of a
+    machine step, only one of which runs), so the scheduler lets different
+    groups' bits share coordinates.
+
     The second form is scheduled (`tensor-schedule-layers`): `layers` stock
     decoder layers for a config of that hidden size, at most `intermediate`
     MLP neurons and `heads` linear-attention heads per layer. Coordinate 0 is
@@ -1095,11 +1244,12 @@ class ProgramOp(IRDLOperation):
     hidden = opt_prop_def(IntegerAttr[I64])
     intermediate = opt_prop_def(IntegerAttr[I64])
     heads = opt_prop_def(IntegerAttr[I64])
+    groups = opt_prop_def(StringAttr)
     body = region_def("single_block")
     traits = traits_def(NoTerminator(), IsolatedFromAbove(), SymbolOpInterface(), SymbolTable())
     assembly_format = (
-        "$sym_name (`layers` $layers^ `hidden` $hidden `intermediate` $intermediate "
-        "`heads` $heads)? attr-dict-with-keyword $body")
+        "$sym_name (`groups` $groups^)? (`layers` $layers^ `hidden` $hidden `intermediate` "
+        "$intermediate `heads` $heads)? attr-dict-with-keyword $body")
 
     FLAG: ClassVar[int] = 0
     LIMITS: ClassVar[tuple[str, ...]] = ("layers", "hidden", "intermediate", "heads")
@@ -1115,6 +1265,16 @@ class ProgramOp(IRDLOperation):
     @property
     def scheduled(self) -> bool:
         return self.layers is not None
+
+    @property
+    def groups_input(self) -> str | None:
+        return None if self.groups is None else self.groups.data
+
+    def group_bits(self) -> int:
+        """Width of the `groups` input (0 without one)."""
+        name = self.groups_input
+        widths = [width_of(op.result) for op in self.inputs() if op.input_name.data == name]
+        return widths[0] if widths else 0
 
     def limit(self, name: str) -> int | None:
         attr = getattr(self, name)
@@ -1142,7 +1302,15 @@ class ProgramOp(IRDLOperation):
         name = self.program_name
         names: dict[str, set[str]] = {"input": set(), "output": set()}
         access: dict[tuple[str, str], Operation] = {}
+        n_groups = self.group_bits()
+        if self.groups_input is not None and not n_groups:
+            raise VerifyException(f"tensor.program @{name}: groups input "
+                                  f"'{self.groups_input}' is not an input of the program")
         for op in self.body.block.ops:
+            g = getattr(op, "group_index", None)
+            if g is not None and not 0 <= g < n_groups:
+                raise VerifyException(f"{op.name} of group {g}: tensor.program @{name} has "
+                                      f"{n_groups} groups (its `groups` input)")
             if not isinstance(op, TensorOp):
                 raise VerifyException(f"'{op.name}' cannot appear in tensor.program @{name}")
             if isinstance(op, InputOp | OutputOp):
@@ -1278,21 +1446,33 @@ class ProgramOp(IRDLOperation):
         and a kv_read (−1 on entry) or an input is always the first holder."""
         reads = bit_reads(self)
         for c, holders in bit_coords.items():
-            timed = sorted(((birth_half(op), op, who) for op, who in holders),
-                           key=lambda t: t[0])
-            first_op = timed[0][1]
-            if isinstance(first_op, ThresholdOp) and c in first_op.overwritten_coords():
-                raise VerifyException(f"{timed[0][2]} overwrites coordinate {c}, which holds "
-                                      "no earlier bit")
-            for (b0, op0, who0), (b1, op1, who1) in itertools.pairwise(timed):
-                if b0 == b1 or not isinstance(op1, ThresholdOp) or \
-                        c not in op1.overwritten_coords():
-                    raise VerifyException(f"{who1} and {who0} share coordinate {c}")
-                last = reads.get((op0, c), b0)
-                if last > b1:
-                    until = "the end (an output)" if last == LIVE_TO_END else f"half {last}"
-                    raise VerifyException(f"{who1} overwrites coordinate {c} in half {b1}, but "
-                                          f"{who0} is read there until {until}")
+            groups = {getattr(op, "group_index", None) for op, _ in holders}
+            if None in groups and len(groups) > 1:
+                who = next(w for op, w in holders if getattr(op, "group_index", None) is None)
+                raise VerifyException(f"{who} shares coordinate {c} with grouped bits; a "
+                                      "coordinate holds grouped bits or others, not both")
+            for g in groups:      # exclusive groups share it: each group's bits in turn
+                self._verify_holders(c, [(op, who) for op, who in holders
+                                         if getattr(op, "group_index", None) == g], reads)
+
+    @staticmethod
+    def _verify_holders(c: int, holders: list[tuple[Operation, str]],
+                        reads: dict[tuple[Operation, int], int]) -> None:
+        timed = sorted(((birth_half(op), op, who) for op, who in holders),
+                       key=lambda t: t[0])
+        first_op = timed[0][1]
+        if isinstance(first_op, ThresholdOp) and c in first_op.overwritten_coords():
+            raise VerifyException(f"{timed[0][2]} overwrites coordinate {c}, which holds "
+                                  "no earlier bit")
+        for (b0, op0, who0), (b1, op1, who1) in itertools.pairwise(timed):
+            if b0 == b1 or not isinstance(op1, ThresholdOp) or \
+                    c not in op1.overwritten_coords():
+                raise VerifyException(f"{who1} and {who0} share coordinate {c}")
+            last = reads.get((op0, c), b0)
+            if last > b1:
+                until = "the end (an output)" if last == LIVE_TO_END else f"half {last}"
+                raise VerifyException(f"{who1} overwrites coordinate {c} in half {b1}, but "
+                                      f"{who0} is read there until {until}")
 
 
 #: The last-read half of an output bit: it lives to the end.
@@ -1352,15 +1532,33 @@ class ProgramBuilder:
         s = b.threshold([a, c], [({0: 1, 4: 1}, 1)])
         b.output("s", s)
         program = b.program
+
+    Inside `with b.grouped(k):` thresholds and reads get `group k` (see
+    `ProgramOp`); `with b.ungrouped():` builds what every group shares.
     """
 
     def __init__(self, name: str):
         self.program = ProgramOp(name)
         self.block = self.program.body.block
+        self._memories: dict[str, MemoryOp] = {}
+        self._group: int | None = None
 
     def _add(self, op: Operation) -> Operation:
+        if self._group is not None and isinstance(op, ThresholdOp | KvReadOp):
+            op.properties["group"] = _i64(self._group)
         self.block.add_op(op)
         return op
+
+    @contextlib.contextmanager
+    def grouped(self, group: int | None):
+        outer, self._group = self._group, group
+        try:
+            yield
+        finally:
+            self._group = outer
+
+    def ungrouped(self):
+        return self.grouped(None)
 
     def input(self, name: str, width: int) -> SSAValue:
         return self._add(InputOp(name, width)).results[0]
@@ -1385,7 +1583,7 @@ class ProgramBuilder:
         return self._add(ConcatOp(list(values))).results[0]
 
     def memory(self, name: str, slots: int, width: int) -> str:
-        self._add(MemoryOp(name, slots, width))
+        self._memories[name] = self._add(MemoryOp(name, slots, width))  # type: ignore[assignment]
         return name
 
     def kv_write(self, memory: str, kind: str, key: SSAValue, value: SSAValue,
@@ -1394,8 +1592,10 @@ class ProgramBuilder:
 
     def kv_read(self, memory: str, kind: str, key: SSAValue,
                 enable: SSAValue | None = None) -> SSAValue:
-        width = self.program.memories()[memory].n_width
-        return self._add(KvReadOp(memory, kind, key, width, enable)).results[0]
+        mem = self._memories.get(memory)
+        if mem is None or mem.parent is not self.block:   # added or moved behind our back
+            mem = self.program.memories()[memory]
+        return self._add(KvReadOp(memory, kind, key, mem.n_width, enable)).results[0]
 
 
 def programs_of(root: Operation) -> list[ProgramOp]:

@@ -210,7 +210,7 @@ class Lowering:
         n = T.width_of(choices[0][1])
         vals = [v for sel, val in choices for v in (sel, val)]
         offsets, at = [], 0
-        for sel, val in choices:
+        for _, val in choices:
             offsets.append(at)
             at += 1 + T.width_of(val)
         rows = [[(1, {o: 1, o + 1 + i: 1}, 2) for o in offsets] for i in range(n)]
@@ -254,7 +254,11 @@ class Lowering:
 
     def exec_warp(self) -> SSAValue:
         w = self.inp["exec_w"]
-        return self.zext(w, WARP_KEY_BITS)
+        n = T.width_of(w)
+        if n == WARP_KEY_BITS:
+            return w
+        with self.b.ungrouped():
+            return self.b.concat([w, self.b.threshold([], [({}, 1)] * (WARP_KEY_BITS - n))])
 
     def port(self, kind: str) -> str:
         """A new copy of the word memory or of the launch area: one head,
@@ -271,10 +275,14 @@ class Lowering:
         return self.b.kv_read(self.port("launch" if launch else "mem"), "binary", key, enable)
 
     def launch_word(self, what: str) -> SSAValue:
-        """A launch-area word of the executing warp (read once per step)."""
+        """A launch-area word of the executing warp (read once per step, by
+        every block)."""
         if what not in self.launch_reads:
-            key = self.b.concat([self.const(LA.FIELDS.index(what), 4), self.exec_warp()])
-            self.launch_reads[what] = self.read(key, launch=True)
+            with self.b.ungrouped():
+                key = self.b.concat([self.b.threshold([], [({}, 0 if LA.FIELDS.index(what) >> i
+                                                             & 1 else 1) for i in range(4)]),
+                                     self.exec_warp()])
+                self.launch_reads[what] = self.read(key, launch=True)
         return self.launch_reads[what]
 
     def launch_byte(self, what: str, index: int) -> SSAValue:
@@ -282,7 +290,10 @@ class Lowering:
 
     def param(self, offset: int) -> SSAValue:
         if offset not in self.param_reads:
-            self.param_reads[offset] = self.read(self.const(offset, KEY_BITS))
+            with self.b.ungrouped():
+                key = self.b.threshold([], [({}, 0 if offset >> i & 1 else 1)
+                                            for i in range(KEY_BITS)])
+                self.param_reads[offset] = self.read(key)
         return self.param_reads[offset]
 
     def register_ports(self) -> list[list[SSAValue]]:
@@ -321,6 +332,17 @@ class Lowering:
 
     # ------------------------------------------------------------ blocks
     def lower_block(self, index: int, block: Block, ports, ctl: _Control) -> _BlockResult:
+        """Block `index`'s circuits, each op grouped by the block (when there
+        are several): zero unless the step runs it, so blocks share residual
+        coordinates. A fresh ALU keeps common subexpressions inside the block."""
+        common_alu, self.alu = self.alu, Alu(self.b)
+        try:
+            with self.b.grouped(index if len(self.blocks) > 1 else None):
+                return self._lower_block(index, block, ports, ctl)
+        finally:
+            self.alu = common_alu
+
+    def _lower_block(self, index: int, block: Block, ports, ctl: _Control) -> _BlockResult:
         lanes = range(simt.LANES)
         regs: list[dict[simt.RegAttr, _Reg]] = [{} for _ in lanes]
         self.initial: list[dict[simt.RegAttr, SSAValue]] = [{} for _ in lanes]
@@ -898,6 +920,8 @@ class Lowering:
         self.outbox([r.records for r in results], control)
         self.next_token()
         program = self.b.program
+        if len(self.blocks) > 1:
+            program.properties["groups"] = builtin.StringAttr("exec_b")
         remove_dead_ops(program)
         program.attributes["qgc.vocab"] = builtin.DictionaryAttr({
             "records": builtin.IntAttr(self.vocab.records),

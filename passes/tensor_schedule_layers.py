@@ -248,28 +248,66 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
             energy += len(coords)
             for i, c in enumerate(coords):
                 hold(op, i, c, -1)
+    banks = _Banks()
+
+    def hold_grouped(op: Operation, i: int, c: int, g: int) -> None:
+        birth = T.birth_half(op)
+        release = max(last.get((op.results[0], i), birth), birth + 1)
+        intervals.append((birth, release))
+        if release < T.LIVE_TO_END:
+            banks.release(g, release, c)
+
     for op in program.ops():
         if isinstance(op, T.KvReadOp):
-            coords = take(T.width_of(op.result))   # −1 from the start: never reused
+            g = op.group_index
+            if g is None:
+                coords = take(T.width_of(op.result))   # −1 from the start: never reused
+                energy += len(coords)
+            else:                  # −1 for its group: a coordinate the group never used
+                coords = []
+                for _ in range(T.width_of(op.result)):
+                    c, fresh = banks.clean(g, take)
+                    energy += fresh
+                    coords.append(c)
             op.properties["coords"] = T._dense(T.ranges_of(coords))
-            energy += len(coords)
             for i, c in enumerate(coords):
-                hold(op, i, c, -1)
+                if g is None:
+                    hold(op, i, c, -1)
+                else:
+                    hold_grouped(op, i, c, g)
     # thresholds in time order: an output bit takes the lowest coordinate whose
     # bit is dead by its half (one copy neuron, while the half has neurons
-    # left), else a fresh one (paid for by a pad)
+    # left), else a fresh one (paid for by a pad). A grouped bit (zero unless
+    # its group runs) takes a banked coordinate its group never used (the
+    # other groups' bits there are zero when it runs), else one its group
+    # released (a copy neuron), else a fresh banked one.
     order = {op: n for n, op in enumerate(program.ops())}
     thresholds = sorted((op for op in program.ops() if isinstance(op, T.ThresholdOp)),
                         key=lambda op: (T.half_index(op), order[op]))
     free: list[int] = []
     copies: dict[int, int] = {}
+
+    def copy_neuron_left(half: int) -> bool:
+        return res.neurons.get(half, 1) + copies.get(half, 0) < intermediate
+
     for op in thresholds:
         half = T.half_index(op)
+        g = op.group_index
         while released and released[0][0] <= half:
             heapq.heappush(free, heapq.heappop(released)[1])
         coords, over = [], []
         for i in range(T.width_of(op.result)):
-            if free and res.neurons.get(half, 1) + copies.get(half, 0) < intermediate:
+            if g is not None:
+                c, how = banks.take(g, half, take, copy_neuron_left(half))
+                if how == "fresh":
+                    energy += 1
+                elif how == "overwrite":
+                    over.append(c)
+                    copies[half] = copies.get(half, 0) + 1
+                coords.append(c)
+                hold_grouped(op, i, c, g)
+                continue
+            if free and copy_neuron_left(half):
                 c = heapq.heappop(free)
                 over.append(c)
                 copies[half] = copies.get(half, 0) + 1
@@ -302,6 +340,46 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     program.set_limit("hidden", hidden)
     program.set_limit("intermediate", intermediate)
     program.set_limit("heads", heads)
+
+
+class _Banks:
+    """Coordinates shared by mutually exclusive groups (the bits of a group
+    are zero unless it runs, so the other groups' bits on a coordinate do not
+    disturb it): each group takes the banked coordinates it never used in
+    order (still −1 for it), then those its own dead bits free (overwritten:
+    a copy neuron gated by the group), then new ones."""
+
+    def __init__(self) -> None:
+        self.coords: list[int] = []
+        self.next_clean: dict[int, int] = {}
+        self.released: dict[int, list[tuple[int, int]]] = {}
+        self.free: dict[int, list[int]] = {}
+
+    def release(self, group: int, half: int, c: int) -> None:
+        heapq.heappush(self.released.setdefault(group, []), (half, c))
+
+    def clean(self, group: int, take) -> tuple[int, int]:
+        """A coordinate the group never used; (c, 1) when it is new."""
+        k = self.next_clean.get(group, 0)
+        if k < len(self.coords):
+            self.next_clean[group] = k + 1
+            return self.coords[k], 0
+        c = take(1)[0]
+        self.coords.append(c)
+        self.next_clean[group] = len(self.coords)
+        return c, 1
+
+    def take(self, group: int, half: int, take, may_copy: bool) -> tuple[int, str]:
+        """(coordinate, 'clean' | 'overwrite' | 'fresh') for a bit born in `half`."""
+        released, free = self.released.setdefault(group, []), self.free.setdefault(group, [])
+        while released and released[0][0] <= half:
+            heapq.heappush(free, heapq.heappop(released)[1])
+        if self.next_clean.get(group, 0) < len(self.coords):
+            return self.clean(group, take)[0], "clean"
+        if free and may_copy:
+            return heapq.heappop(free), "overwrite"
+        c, _ = self.clean(group, take)
+        return c, "fresh"
 
 
 def _last_reads(program: T.ProgramOp) -> dict[tuple[SSAValue, int], int]:

@@ -377,7 +377,7 @@ def check_config(program: T.ProgramOp, config: Any) -> None:
 
 
 def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp],
-                 coords: dict[SSAValue, list[int]]) -> int:
+                 coords: dict[SSAValue, list[int]], groups: list[int] | None) -> int:
     if not ops:
         return 0
     gate, up, down = "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"
@@ -391,6 +391,17 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp],
         n = placed.get_values()[0]
         inputs = [c for v in op.inputs for c in coords[v]]
         overwritten = set(op.overwritten_coords())
+        # a grouped op's neurons take their up projection from the group's bit:
+        # ReLU(G)·e, exactly zero while another group runs
+        g = op.group_index
+        gate_bit = None if g is None else groups[g]  # type: ignore[index]
+
+        def up_from(neuron: int, gate_bit: int | None = gate_bit) -> None:
+            if gate_bit is None:
+                layer.add(up, (neuron, flag), 1.0 / NEURON_SCALE)
+            else:
+                _affine(layer, up, neuron, [(gate_bit, 1.0)], 0.0, 1.0 / NEURON_SCALE)
+
         first: dict[T.ThresholdRow, int] = {}        # part → its first neuron
         for part in op.distinct_parts():
             first[part] = n
@@ -399,23 +410,29 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp],
                 # G = slope·(Σ w·b − t) + offset
                 terms = [(inputs[i], float(slope * w)) for i, w in form]
                 _affine(layer, gate, n, terms, float(offset - slope * t), NEURON_SCALE)
-                layer.add(up, (n, flag), 1.0 / NEURON_SCALE)
+                up_from(n)
                 n += 1
+        constant = 0                                 # the neuron that writes each row's base
+        if gate_bit is not None and op.needs_group_constant():
+            constant = n
+            layer.add(gate, (n, flag), NEURON_SCALE)
+            up_from(n)
+            n += 1
         for row, out_coord in zip(op.row_list(), coords[op.result], strict=True):
             base = 0
             for coef, part in row.parts:
-                g = part.gadget()
-                for k, (sign, _, _) in enumerate(g.neurons):
+                gd = part.gadget()
+                for k, (sign, _, _) in enumerate(gd.neurons):
                     layer.add(down, (out_coord, first[part] + k), 2.0 * sign * coef)
-                base += coef * g.base
+                base += coef * gd.base
             # the coordinate holds 2·b_old − 1 (a fresh one −1: b_old = 0) and
             # moves by (2f − 1) − (2·b_old − 1) = 2f − 2·b_old
             if base:
-                layer.add(down, (out_coord, 0), 2.0 * base)
+                layer.add(down, (out_coord, constant), 2.0 * base)
             if out_coord in overwritten:
                 # the copy neuron: G = b_old (0 or 1, exact), down −2
                 _affine(layer, gate, n, [(out_coord, 1.0)], 0.0, NEURON_SCALE)
-                layer.add(up, (n, flag), 1.0 / NEURON_SCALE)
+                up_from(n)
                 layer.add(down, (out_coord, n), -2.0)
                 n += 1
         if n != placed.get_values()[1]:
@@ -423,6 +440,15 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp],
                                f"uses {n - placed.get_values()[0]}")
         top = max(top, n)
     return top
+
+
+def group_coords(program: T.ProgramOp, coords: dict[SSAValue, list[int]]) -> list[int] | None:
+    """The coordinate of each group's bit (the program's `groups` input)."""
+    name = program.groups_input
+    if name is None:
+        return None
+    (op,) = [op for op in program.inputs() if op.input_name.data == name]
+    return coords[op.result]
 
 
 def _key_required(op: T.KvWriteOp | T.KvReadOp, key: list[int], enable: list[int] | None,
@@ -435,7 +461,7 @@ def _key_required(op: T.KvWriteOp | T.KvReadOp, key: list[int], enable: list[int
 
 def _compile_memory(layer: SparseLayer, mem: T.MemoryOp, write: T.KvWriteOp | None,
                     read: T.KvReadOp | None, coords: dict[SSAValue, list[int]],
-                    config: Any) -> None:
+                    config: Any, groups: list[int] | None = None) -> None:
     assert mem.head is not None
     h = mem.head.value.data
     key_dim = config.linear_num_key_heads * HEAD_DIM
@@ -463,8 +489,12 @@ def _compile_memory(layer: SparseLayer, mem: T.MemoryOp, write: T.KvWriteOp | No
     if read is not None:
         key = coords[read.key]
         en = coords[read.enable] if read.enable is not None else None
+        # a grouped read: its group's bit is one more condition of the query
+        g = read.group_index
+        extra = [] if g is None else [(groups[g], 1)]  # type: ignore[index]
         for slot in range(mem.n_slots):
-            _conjunction(layer, qkv, q0 + slot, _key_required(read, key, en, slot), QUERY_ON)
+            _conjunction(layer, qkv, q0 + slot,
+                         _key_required(read, key, en, slot) + extra, QUERY_ON)
         layer.add(qkv, (q0 + PARTNER_SLOT, flag), QUERY_PARTNER)
         for d in range(HEAD_DIM):
             layer.add("linear_attn.in_proj_z.weight", (h * HEAD_DIM + d, flag), Z_PRE)
@@ -504,6 +534,7 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
     reads = {op.memory_name: op for op in program.ops() if isinstance(op, T.KvReadOp)}
     heads = [0] * n_layers
     used: list[list[int]] = [[] for _ in range(n_layers)]
+    groups = group_coords(program, coords)
     for op in program.ops():
         if isinstance(op, T.ThresholdOp):
             assert op.placed_layer is not None
@@ -514,8 +545,8 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
             heads[layer] = max(heads[layer], op.head.value.data + 1)
             used[layer].append(op.head.value.data)
             _compile_memory(layers[layer], op, writes.get(op.memory_name),
-                            reads.get(op.memory_name), coords, config)
-    neurons = [_compile_mlp(layers[i], thresholds.get(i, []), coords)
+                            reads.get(op.memory_name), coords, config, groups)
+    neurons = [_compile_mlp(layers[i], thresholds.get(i, []), coords, groups)
                for i in range(n_layers)]
     for i, n in enumerate(neurons):
         if n > config.intermediate_size:
@@ -541,16 +572,19 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
 def _check_energy(compiled: CompiledProgram) -> None:
     """sum(h²) of a token is 64·hidden at the start and stays so: every bit
     coordinate holds ±1 from the embedding on (a fresh threshold output −1
-    until its half writes it), and the pads are constant."""
+    until its half writes it; a coordinate that exclusive groups share counts
+    once), and the pads are constant."""
     program = compiled.program
     energy = FLAG_VALUE ** 2
+    fresh: set[int] = set()
     for op in program.ops():
         if isinstance(op, T.InputOp | T.KvReadOp):
-            energy += len(compiled.coords[op.result])
+            fresh.update(compiled.coords[op.result])
         elif isinstance(op, T.ThresholdOp):
-            energy += len(set(compiled.coords[op.result]) - set(op.overwritten_coords()))
+            fresh.update(set(compiled.coords[op.result]) - set(op.overwritten_coords()))
         elif isinstance(op, T.PadOp):
             energy += op.value.value.data ** 2
+    energy += len(fresh)
     target = ENERGY_PER_COORD * compiled.hidden
     if energy != target:
         raise CodegenError(f"tensor program '{program.program_name}' starts with sum(h²) = "

@@ -55,7 +55,7 @@ def warp_words(kernel: simt.KernelOp, launch: Launch, layout, warp, index: int
     used = specials_read(kernel)
 
     def axes(name: str, dims) -> int:
-        return _bytes([d if f"{name}.{a}" in used else 0 for a, d in zip("xyz", dims)])
+        return _bytes([d if f"{name}.{a}" in used else 0 for a, d in zip("xyz", dims, strict=True)])
 
     absent = [ln for ln, t in enumerate(warp.tids) if t is None]
     words = {"ctaid": axes("ctaid", warp.ctaid), "ntid": axes("ntid", launch.block),

@@ -161,3 +161,40 @@ def test_launch_through_the_merged_model(machines, base_config, name, suffix):
         result = run_trace(kernel, vocab, launch, model_stepper(model, vocab, SMALL_VOCAB))
         assert result.buffers == expected_buffers(name), dtype
         assert [t.spelled() for t in result.tokens] == [t.spelled() for t in ideal.tokens], dtype
+
+
+def wide_config(tmp_path_factory, hidden: int) -> Path:
+    """The 2B config with a wider residual stream: the multi-block kernels'
+    step programs do not fit hidden 2048 yet."""
+    data = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
+    data.update(hidden_size=hidden, num_hidden_layers=2,
+                layer_types=["linear_attention", "full_attention"])
+    path = tmp_path_factory.mktemp(f"wide{hidden}") / "config.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_per_token_stock_layers_with_grouped_blocks(tmp_path_factory, dtype):
+    """branchy (9 blocks: divergence, loops, registers from step to step),
+    every block's circuits grouped by its block so that blocks share residual
+    coordinates: every token of the launch through stock decoder layers (hidden
+    2560) gives the ideal engine's outputs exactly."""
+    config = read_text_config(wide_config(tmp_path_factory, 2560))
+    ctx, module = driver.load(str(EXAMPLES / "branchy" / "branchy.ptx"))
+    spec = stage_pipeline("tensor").partition("tensor-schedule-layers")[0]
+    driver.apply(ctx, module, spec + schedule_options(config))
+    compiled, _, vocab, kernel = compiled_machine(module, config)
+    assert compiled.program.groups_input == "exec_b"
+    launch = load_launch(EXAMPLES / "branchy" / "launch.json")
+    result, fed, outputs = recorded_trace(compiled, vocab, kernel, launch)
+    assert result.buffers == expected_buffers("branchy")
+    rows = torch.tensor([compiled.encode(vocab.inputs(t)) for t in fed], dtype=torch.float64)
+    h = StreamedLayers(compiled, dtype).run(rows)
+    vals = h[:, compiled.output_coords()]
+    assert bool(((vals == 1) | (vals == -1)).all()), \
+        f"output coordinates off ±1 by up to {float((vals.abs() - 1).abs().max())}"
+    got = [compiled.decode(row) for row in h.tolist()]
+    bad = [i for i, (g, e) in enumerate(zip(got, outputs, strict=True)) if g != e]
+    assert not bad, f"{len(bad)} of {len(fed)} tokens differ, first {fed[bad[0]].spelled()}"

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_simt import ALSO_ACCEPTED, SKELETON
 
 from conftest import EXAMPLES, SHARED_KERNELS
-from test_simt import ALSO_ACCEPTED, SKELETON
 from qgc import driver
 from qgc.dialects import tensor
 from qgc.passes.convert_simt_to_tensor import vocabulary_of
