@@ -18,7 +18,7 @@ from qgc import protocol as P
 from qgc.dialects import simt
 from qgc.runtime.launch import Launch, LaunchError
 from qgc.runtime.memory import Trap
-from qgc.runtime.simt_engine import decode_element, make_warps, memory_layout
+from qgc.runtime.simt_engine import decode_element, make_warps, memory_layout, words_per_element
 
 DEFAULT_MAX_STEPS = 100_000
 
@@ -82,8 +82,9 @@ def initial_memory(kernel: simt.KernelOp, launch: Launch) -> tuple[dict[int, int
     words = {a: w for a, w in enumerate(layout.words[:layout.total]) if a not in bounds}
     warps = [w for w in make_warps(launch, 0, 0) if w.active]
     if len(warps) > 8:
-        raise LaunchError(f"the launch has {len(warps)} warps; the compiled machine runs at "
-                          "most 8 (option max-warps)")
+        raise LaunchError(f"the launch has {len(warps)} warps; the machine's tensor level runs "
+                          "at most 8 (its register file and launch area key 3 warp bits; "
+                          "option max-warps)")
     for w_index, w in enumerate(warps):
         for name, v in warp_words(kernel, launch, layout, w, w_index).items():
             words[P.LAUNCH_AREA + P.LaunchArea.slot(w_index, name)] = v
@@ -182,9 +183,10 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
         if i not in layout.bases:
             buffers.append(None)
             continue
-        base = layout.bases[i]
-        buffers.append([decode_element(arg.type, [memory.get(base + k, 0)])
-                        for k in range(layout.sizes[i])])
+        base, per = layout.bases[i], words_per_element(arg.type)
+        buffers.append([decode_element(arg.type, [memory.get(base + k + j, 0)
+                                                  for j in range(per)])
+                        for k in range(0, layout.sizes[i], per)])
     n_prompt = len(launch_prompt)
     stats = {"tokens": len(stream), "prompt_tokens": n_prompt, "exec_steps": steps,
              "trace_tokens": len(stream) - n_prompt, "gpu_vocabulary": vocab.size}
@@ -205,14 +207,16 @@ def release_barriers(warps: list, live: list[int], held: set[int]) -> None:
 
 
 def tensor_stepper(program, vocab: P.Vocabulary, record: list | None = None) -> Stepper:
-    """The ideal `tensor` engine as a stepper: one `run_tensor` per token, the
+    """The ideal `tensor` engine as a stepper: one run of the program per
+    token (compiled once: the program must not change meanwhile), the
     memories kept from token to token; `record` collects (token, outputs)."""
-    from qgc.runtime.tensor_engine import run_tensor
+    from qgc.runtime.tensor_engine import tensor_runner
+    run = tensor_runner(program)
     state: dict = {}
 
     def step(t: P.Token) -> P.Token | None:
         nonlocal state
-        out, state = run_tensor(program, vocab.inputs(t), state)
+        out, state = run(vocab.inputs(t), state)
         if record is not None:
             record.append((t, out))
         try:

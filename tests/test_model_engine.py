@@ -142,7 +142,9 @@ def test_per_token_stock_layers(machines, name, dtype):
     assert not bad, f"{len(bad)} of {len(fed)} tokens differ, first {fed[bad[0]].spelled()}"
 
 
-@pytest.mark.parametrize("name, suffix", SKELETON)
+@pytest.mark.parametrize("name, suffix", [
+    pytest.param(n, s, marks=[pytest.mark.full] if s == ".clang.ptx" else [])
+    for n, s in SKELETON])      # CI: nvcc's; make test-full: clang's too
 def test_launch_through_the_merged_model(machines, base_config, name, suffix):
     """The launch decoded greedily by one stock `Qwen3_5ForCausalLM` (the
     compiled layers, the readout, the base's layers) with its own cache, the

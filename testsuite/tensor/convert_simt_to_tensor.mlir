@@ -5,9 +5,12 @@
 // every commit), every block's ops per lane, the outbox (a record slot per
 // store lane and per live-out register lane, then the preds and lanes words;
 // 42 bits: valid, 9-bit address, word), the step's end (block, exited,
-// barrier) and the next-token outputs. The simt kernel stays in the module.
+// barrier) and the next-token outputs. Each block's ops are grouped by its
+// bit of `exec_b` (zero unless it runs). The simt kernel stays in the module.
+// CHECK-GROUPED: tensor.threshold {{.*}} group 1
 // RUN: qgc-opt %s -p convert-simt-to-tensor | filecheck %s
 // RUN: qgc-opt %s -p convert-simt-to-tensor | qgc-opt | filecheck %s
+// RUN: qgc-opt %s -p convert-simt-to-tensor | filecheck %s --check-prefix=CHECK-GROUPED
 // RUN: not qgc-opt %s -p 'convert-simt-to-tensor{max-warps=9}' 2>&1 | filecheck %s --check-prefix=WARPS
 // RUN: sed 's/regs 15/regs 16/' %s | not qgc-opt -p convert-simt-to-tensor 2>&1 | filecheck %s --check-prefix=REGS
 
@@ -26,7 +29,7 @@ builtin.module {
 }
 
 // CHECK:      simt.kernel @k(ptr a) lanes 4 mem_words 64
-// CHECK:      tensor.program @k_step attributes {qgc.vocab = {records = #builtin.int<10>, blocks = #builtin.int<3>, warps = #builtin.int<8>, ports = [[], [#builtin.int<0>, #builtin.int<1>], []]}} {
+// CHECK:      tensor.program @k_step groups "exec_b" attributes {qgc.vocab = {records = #builtin.int<10>, blocks = #builtin.int<3>, warps = #builtin.int<8>, ports = [[], [#builtin.int<0>, #builtin.int<1>], []]}} {
 // CHECK:        %{{.*}} = tensor.input "is_a" : !tensor.bits<1>
 // CHECK:        %{{.*}} = tensor.input "rec_a" : !tensor.bits<9>
 // CHECK:        %{{.*}} = tensor.input "exec_b" : !tensor.bits<3>
