@@ -130,9 +130,20 @@ def tensor_lines(module: builtin.ModuleOp) -> list[str]:
                 heads[m.placed_layer] += 1
             line += (f"; {layers} layers of hidden {p.limit('hidden')}: MLP neurons per layer "
                      f"{' '.join(map(str, per_layer))}; heads per layer "
-                     f"{' '.join(map(str, heads))}")
+                     f"{' '.join(map(str, heads))}; smallest gate margin per layer "
+                     f"{' '.join(_margins(p, layers))} (|G| in units, exact from 1/2 "
+                     "in float32 and bfloat16; - for no MLP)")
         lines.append(line)
     return lines
+
+
+def _margins(program, layers: int) -> list[str]:
+    from qgc.runtime.tensor_codegen import gate_margin, margins
+    out = []
+    for i in range(layers):
+        m = gate_margin(margins(program, i))
+        out.append("-" if m is None else str(m))
+    return out
 
 
 def format_stats(module: builtin.ModuleOp, launch=None, before: str | None = None,

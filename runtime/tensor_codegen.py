@@ -560,6 +560,7 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
         _compile_layer_constants(layers[i], config, used[i])
     for layer in layers:
         layer.check_bf16()
+    check_margins(program, n_layers)
     bit_coords = {c for op in program.ops()
                   if isinstance(op, T.InputOp | T.ThresholdOp | T.KvReadOp)
                   for c in coords[op.result]}
@@ -603,13 +604,15 @@ class Margins:
     kinds: dict[str, int]     # gadget kind → rows
 
 
-def margins(program: T.ProgramOp) -> Margins:
+def margins(program: T.ProgramOp, layer: int | None = None) -> Margins:
     """Interval bounds over every possible input: G = slope·L + offset with L
-    integer in the row's range; a neuron with G ≤ −½ or G = 0 outputs exactly 0."""
+    integer in the row's range; a neuron with G ≤ −½ or G = 0 outputs exactly 0.
+    `layer`: only the thresholds placed in that layer's MLP half."""
     min_on, max_off, max_on = Fraction(10 ** 9), Fraction(-(10 ** 9)), Fraction(0)
     kinds: dict[str, int] = {}
     for op in program.ops():
-        if not isinstance(op, T.ThresholdOp):
+        if not isinstance(op, T.ThresholdOp) or \
+                (layer is not None and op.placed_layer != layer):
             continue
         for g in (part.gadget() for row in op.row_list() for _, part in row.parts):
             kinds[g.kind] = kinds.get(g.kind, 0) + 1
@@ -623,6 +626,31 @@ def margins(program: T.ProgramOp) -> Margins:
                     elif G < 0:
                         max_off = max(max_off, G)
     return Margins(min_on, max_off, max_on, kinds)
+
+
+def check_margins(program: T.ProgramOp, n_layers: int) -> None:
+    """Every gate of every layer exact in float32 and bfloat16: G = 0 or
+    |G| ≥ ½ (SiLU(256·G) is then exactly ReLU), and an active G ≤ 255 (8
+    significant bits); otherwise compilation stops, naming the layer."""
+    for i in range(n_layers):
+        m = margins(program, i)
+        margin = gate_margin(m)
+        if margin is not None and margin < Fraction(1, 2):
+            raise CodegenError(f"layer {i} of tensor program '{program.program_name}': a gate "
+                               f"pre-activation reaches |G| = {margin}, inside the margin of "
+                               "1/2 that keeps SiLU exact (only G = 0 or |G| ≥ 1/2 are)")
+        if m.max_active > T.MAX_ACTIVE_GATE - 1:
+            raise CodegenError(f"layer {i} of tensor program '{program.program_name}': an "
+                               f"active gate reaches G = {m.max_active}, more than bfloat16's "
+                               f"{T.MAX_ACTIVE_GATE - 1} exact units")
+
+
+def gate_margin(m: Margins) -> Fraction | None:
+    """How far the gates of `m` stay from 0 on either side, in units of G: a
+    neuron is exact (SiLU(256·G)/256 = ReLU(G)) when |G| ≥ ½ or G = 0; None
+    when no neuron is on or off."""
+    sides = [v for v in (m.min_active, -m.max_inactive) if abs(v) < 10 ** 9]
+    return min(sides) if sides else None
 
 
 def _near_zero(slope: Fraction, offset: Fraction, lo: int, hi: int) -> list[int]:

@@ -135,6 +135,11 @@ def test_stats_at_the_ptx_level():
     proc = run_qgc(str(DOT / "dot.ptx"), "--stats")
     assert proc.returncode == 0
     assert "kernel 'dot' (ptx level)" in proc.stdout
+    # the tensor level's margin per layer: every gate at |G| ≥ 1/2 (or exactly 0)
+    margins = re.search(r"smallest gate margin per layer ((?:\S+ )+)\(", proc.stdout)
+    assert margins, proc.stdout
+    values = margins[1].split()
+    assert len(values) == 25 and all(v in ("1/2", "1", "-") for v in values), values
 
 
 def test_qgc_opt_reads_ptx_directly():

@@ -159,6 +159,28 @@ def test_chain_codegen(compiled):
           f"{compiled.usage.coords} coordinates")
 
 
+def test_a_narrowed_constant_is_caught(chain, monkeypatch):
+    """The margin check: a restoring gadget whose second kink is narrowed from
+    ½ to ¼ below an integer (G = ¼ on the active side: SiLU(64)/256 is not
+    ¼) stops codegen, naming the layer and the gate value."""
+    import dataclasses
+    from fractions import Fraction
+
+    from qgc.runtime.tensor_codegen import CodegenError
+    exact = T.ThresholdRow.gadget
+
+    def narrowed(row):
+        g = exact(row)
+        if g.kind != "restoring":
+            return g
+        (s0, k0, c0), (s1, k1, c1) = g.neurons
+        return dataclasses.replace(g, neurons=((s0, k0, c0), (s1, k1, c1 - Fraction(1, 4))))
+    monkeypatch.setattr(T.ThresholdRow, "gadget", narrowed)
+    with pytest.raises(CodegenError, match=r"layer \d+ of tensor program .*\|G\| = 1/4, inside "
+                       r"the margin of 1/2"):
+        compile_program(chain, small_config())
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_chain_stock(compiled, dtype):
     rng = random.Random(11)
