@@ -630,8 +630,9 @@ def margins(program: T.ProgramOp, layer: int | None = None) -> Margins:
 
 def check_margins(program: T.ProgramOp, n_layers: int) -> None:
     """Every gate of every layer exact in float32 and bfloat16: G = 0 or
-    |G| ≥ ½ (SiLU(256·G) is then exactly ReLU), and an active G ≤ 255 (8
-    significant bits); otherwise compilation stops, naming the layer."""
+    |G| ≥ ½ (SiLU(256·G) is then exactly ReLU), and an active G ≤ 256 (the
+    gadgets' bound for 8 significant bits); otherwise compilation stops,
+    naming the layer."""
     for i in range(n_layers):
         m = margins(program, i)
         margin = gate_margin(m)
@@ -639,10 +640,10 @@ def check_margins(program: T.ProgramOp, n_layers: int) -> None:
             raise CodegenError(f"layer {i} of tensor program '{program.program_name}': a gate "
                                f"pre-activation reaches |G| = {margin}, inside the margin of "
                                "1/2 that keeps SiLU exact (only G = 0 or |G| ≥ 1/2 are)")
-        if m.max_active > T.MAX_ACTIVE_GATE - 1:
+        if m.max_active > T.MAX_ACTIVE_GATE:
             raise CodegenError(f"layer {i} of tensor program '{program.program_name}': an "
-                               f"active gate reaches G = {m.max_active}, more than bfloat16's "
-                               f"{T.MAX_ACTIVE_GATE - 1} exact units")
+                               f"active gate reaches G = {m.max_active}, more than the "
+                               f"{T.MAX_ACTIVE_GATE} units bfloat16 keeps exact")
 
 
 def gate_margin(m: Margins) -> Fraction | None:
