@@ -131,13 +131,12 @@ class Lowering:
         records = max([self._record_count(bl) for bl in self.blocks] + [1])
         self.vocab = P.Vocabulary(records, len(self.blocks), self.warps, ports)
         self.b = T.ProgramBuilder(f"{self.kernel.kernel_name}_step")
-        self.alu = Alu(self.b)
+        self.alu = self.common_alu = Alu(self.b)
         widths = {name: len(v) for name, v in self.vocab.inputs(P.Token("END")).items()}
         self.inp = {name: self.b.input(name, w) for name, w in widths.items() if w}
         self.n_ports = 0
         self.launch_reads: dict[str, SSAValue] = {}
         self.param_reads: dict[int, SSAValue] = {}
-        self.uses_preds = any(r.is_pred for bl in self.blocks for r in self.live_in[bl])
 
     def check_fits(self) -> None:
         k = self.kernel
@@ -201,6 +200,11 @@ class Lowering:
     def const(self, value: int, width: int) -> SSAValue:
         return self.alu.const(value, width)
 
+    def common_const(self, value: int, width: int) -> SSAValue:
+        """A constant every block may use (built outside any block's group)."""
+        with self.b.ungrouped():
+            return self.common_alu.const(value, width)
+
     def zext(self, value: SSAValue, width: int = WORD) -> SSAValue:
         n = T.width_of(value)
         return value if n == width else self.b.concat([value, self.const(0, width - n)])
@@ -255,10 +259,8 @@ class Lowering:
     def exec_warp(self) -> SSAValue:
         w = self.inp["exec_w"]
         n = T.width_of(w)
-        if n == WARP_KEY_BITS:
-            return w
-        with self.b.ungrouped():
-            return self.b.concat([w, self.b.threshold([], [({}, 1)] * (WARP_KEY_BITS - n))])
+        return w if n == WARP_KEY_BITS else \
+            self.b.concat([w, self.common_const(0, WARP_KEY_BITS - n)])
 
     def port(self, kind: str) -> str:
         """A new copy of the word memory or of the launch area: one head,
@@ -278,10 +280,8 @@ class Lowering:
         """A launch-area word of the executing warp (read once per step, by
         every block)."""
         if what not in self.launch_reads:
+            key = self.b.concat([self.common_const(LA.FIELDS.index(what), 4), self.exec_warp()])
             with self.b.ungrouped():
-                key = self.b.concat([self.b.threshold([], [({}, 0 if LA.FIELDS.index(what) >> i
-                                                             & 1 else 1) for i in range(4)]),
-                                     self.exec_warp()])
                 self.launch_reads[what] = self.read(key, launch=True)
         return self.launch_reads[what]
 
@@ -290,9 +290,8 @@ class Lowering:
 
     def param(self, offset: int) -> SSAValue:
         if offset not in self.param_reads:
+            key = self.common_const(offset, KEY_BITS)
             with self.b.ungrouped():
-                key = self.b.threshold([], [({}, 0 if offset >> i & 1 else 1)
-                                            for i in range(KEY_BITS)])
                 self.param_reads[offset] = self.read(key)
         return self.param_reads[offset]
 
@@ -335,12 +334,12 @@ class Lowering:
         """Block `index`'s circuits, each op grouped by the block (when there
         are several): zero unless the step runs it, so blocks share residual
         coordinates. A fresh ALU keeps common subexpressions inside the block."""
-        common_alu, self.alu = self.alu, Alu(self.b)
+        self.alu = Alu(self.b)
         try:
             with self.b.grouped(index if len(self.blocks) > 1 else None):
                 return self._lower_block(index, block, ports, ctl)
         finally:
-            self.alu = common_alu
+            self.alu = self.common_alu
 
     def _lower_block(self, index: int, block: Block, ports, ctl: _Control) -> _BlockResult:
         lanes = range(simt.LANES)
@@ -525,31 +524,22 @@ class Lowering:
             "shr.s": lambda: alu.shr(x[0], x[1], True),
             "min.s": lambda: alu.min(x[0], x[1], True), "min.u": lambda: alu.min(x[0], x[1], False),
             "max.s": lambda: alu.max(x[0], x[1], True), "max.u": lambda: alu.max(x[0], x[1], False),
+            "mul.hi.u": lambda: alu.mul_hi(x[0], x[1], False),
+            "mul.hi.s": lambda: alu.mul_hi(x[0], x[1], True),
+            "abs": lambda: alu.abs(x[0]), "popc": lambda: alu.popc(x[0]),
+            "clz": lambda: alu.clz(x[0]), "brev": lambda: alu.brev(x[0]),
+            "bfe.u": lambda: alu.bfe(x[0], x[1], x[2], False),
+            "bfe.s": lambda: alu.bfe(x[0], x[1], x[2], True),
+            "bfi": lambda: alu.bfi(x[0], x[1], x[2], x[3]),
         }
-        extra = self.extra_alu(opc, x)
-        if extra is not None:
-            return extra
+        parts = opc.split(".")
+        if parts[0] == "bfind":
+            return alu.bfind(x[0], opc.endswith(".s"), "shiftamt" in parts)
+        if parts[0] == "shf":
+            return alu.shf(x[0], x[1], x[2], parts[1] == "l", parts[2] == "clamp")
         if opc not in table:
             raise unsupported(op, f"'{opc}'")
         return table[opc]()
-
-    def extra_alu(self, opc: str, x: list[SSAValue]) -> SSAValue | None:
-        """The ops `qgc.alu` builds beyond the basic menu, if it has them."""
-        alu = self.alu
-        parts = opc.split(".")
-        if opc.startswith("mul.hi") and hasattr(alu, "mul_hi"):
-            return alu.mul_hi(x[0], x[1], opc.endswith(".s"))
-        if parts[0] in ("abs", "popc", "clz", "brev") and hasattr(alu, parts[0]):
-            return getattr(alu, parts[0])(x[0])
-        if parts[0] == "bfe" and hasattr(alu, "bfe"):
-            return alu.bfe(x[0], x[1], x[2], opc.endswith(".s"))
-        if opc == "bfi" and hasattr(alu, "bfi"):
-            return alu.bfi(x[0], x[1], x[2], x[3])
-        if parts[0] == "bfind" and hasattr(alu, "bfind"):
-            return alu.bfind(x[0], opc.endswith(".s"), "shiftamt" in parts)
-        if parts[0] == "shf" and hasattr(alu, "shf"):
-            return alu.shf(x[0], x[1], x[2], parts[1] == "l", parts[2] == "clamp")
-        return None
 
     # ------------------------------------------------------------ warp ops
     def lower_warp(self, op: simt.WarpOp, regs) -> None:
@@ -806,29 +796,28 @@ class Lowering:
         nb = b.threshold(sel, [({n: 1 for n in range(N) if n >> i & 1}, 1)
                                for i in range(P.BLOCK_BITS)])
         self.end_row = b.concat([nb, exited_all, bar])
-        words = []
-        for ln in lanes:
-            rel = self.alu.xor(new_pc[ln], nb)
-            held = self.gate([new_wait[ln]], [new_exit[ln]])
-            words.append(b.concat([rel, new_exit[ln], held]))
+        words = [b.concat([self.alu.xor(new_pc[ln], nb), new_exit[ln], waiting[ln]])
+                 for ln in lanes]
         lanes_word = b.concat(words)
         changed = self.any_of(self.bits_of(self.alu.xor(lanes_word, ctl.lanes_word)))
-        out = [_Record(self.gate([changed], [exited_all]),
-                       self.const(P.LAUNCH_AREA + LA.slot(0, "lanes"), P.ADDRESS_BITS),
-                       lanes_word)]
+        out = [_Record(self.gate([changed], [exited_all]), self.warp_slot("lanes"), lanes_word)]
         preds = [r.preds for r in results]
         if any(p is not None for p in preds):
             old = self.launch_word("preds")
             word = self.by_block([p if p is not None else old for p in preds])
             valid = self.by_block([self.const(int(p is not None), 1) for p in preds])
-            out.insert(0, _Record(valid, self.const(P.LAUNCH_AREA + LA.slot(0, "preds"),
-                                                    P.ADDRESS_BITS), word))
+            out.insert(0, _Record(valid, self.warp_slot("preds"), word))
         return out
+
+    def warp_slot(self, what: str) -> SSAValue:
+        """The record address of the executing warp's launch-area word:
+        LAUNCH_AREA + 16·w + field, a view of the warp bits."""
+        return self.b.concat([self.const(LA.FIELDS.index(what), 4), self.exec_warp(),
+                              self.const(P.LAUNCH_AREA >> 7, P.ADDRESS_BITS - 7)])
 
     def outbox(self, step_records: list[list[_Record]], control: list[_Record]) -> None:
         b, R = self.b, self.vocab.records
         invalid = _Record(self.const(0, 1), self.const(0, P.ADDRESS_BITS), self.const(0, WORD))
-        warp_field = b.concat([self.const(0, 4), self.exec_warp(), self.const(0, 2)])
         self.rec_valid, self.rec_addr, self.rec_value = [], [], []
         for k in range(R):
             per_block = []
@@ -838,10 +827,7 @@ class Lowering:
                 per_block.append(b.concat([r.valid, r.address, r.value]))
             name = f"outbox_{k}"
             b.memory(name, 1, REC_BITS)
-            row = self.by_block(per_block)
-            if any(k >= len(recs) and k < len(recs) + len(control) for recs in step_records):
-                row = self.control_address(row, warp_field)
-            b.kv_write(name, "onehot", self.bit("is_exec"), row)
+            b.kv_write(name, "onehot", self.bit("is_exec"), self.by_block(per_block))
             row = b.kv_read(name, "onehot", self.bit("reads_outbox"))
             self.rec_valid.append(b.slice(row, 0, 1))
             self.rec_addr.append(b.slice(row, 1, 1 + P.ADDRESS_BITS))
@@ -849,15 +835,6 @@ class Lowering:
         b.memory("outbox_end", 1, END_BITS)
         b.kv_write("outbox_end", "onehot", self.bit("is_exec"), self.end_row)
         self.end = b.kv_read("outbox_end", "onehot", self.bit("reads_outbox"))
-
-    def control_address(self, row: SSAValue, warp_field: SSAValue) -> SSAValue:
-        """Control words are recorded at warp 0's slot; OR in the executing
-        warp's (launch-area addresses of other records have no warp bits)."""
-        b = self.b
-        addr = b.slice(row, 1, 1 + P.ADDRESS_BITS)
-        is_launch = self.gate([b.slice(addr, 7, 8)], [b.slice(addr, 8, 9)])
-        moved = self.bits_or(addr, self.bits_and_bit(warp_field, is_launch))
-        return b.concat([b.slice(row, 0, 1), moved, b.slice(row, 1 + P.ADDRESS_BITS, REC_BITS)])
 
     def next_token(self) -> None:
         b, R, N = self.b, self.vocab.records, len(self.blocks)

@@ -234,12 +234,20 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     intervals: list[tuple[int, int]] = []     # [start, release) of every bit
     released: list[tuple[int, int]] = []      # heap of (release half, coordinate)
 
-    def hold(op: Operation, i: int, c: int, start: int) -> None:
+    banks = _Banks()
+
+    def hold(op: Operation, i: int, c: int, start: int, group: int | None = None) -> None:
+        """Bit i of op holds coordinate c from `start` to its last read; then
+        the coordinate is free again (for the bit's group, if it has one)."""
         birth = T.birth_half(op)
         release = max(last.get((op.results[0], i), birth), birth + 1)
         intervals.append((start, release))
-        if release < T.LIVE_TO_END:
+        if release >= T.LIVE_TO_END:
+            return
+        if group is None:
             heapq.heappush(released, (release, c))
+        else:
+            banks.release(group, release, c)
 
     for op in program.ops():
         if isinstance(op, T.InputOp):
@@ -248,15 +256,6 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
             energy += len(coords)
             for i, c in enumerate(coords):
                 hold(op, i, c, -1)
-    banks = _Banks()
-
-    def hold_grouped(op: Operation, i: int, c: int, g: int) -> None:
-        birth = T.birth_half(op)
-        release = max(last.get((op.results[0], i), birth), birth + 1)
-        intervals.append((birth, release))
-        if release < T.LIVE_TO_END:
-            banks.release(g, release, c)
-
     for op in program.ops():
         if isinstance(op, T.KvReadOp):
             g = op.group_index
@@ -271,10 +270,7 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
                     coords.append(c)
             op.properties["coords"] = T._dense(T.ranges_of(coords))
             for i, c in enumerate(coords):
-                if g is None:
-                    hold(op, i, c, -1)
-                else:
-                    hold_grouped(op, i, c, g)
+                hold(op, i, c, -1 if g is None else T.birth_half(op), g)
     # thresholds in time order: an output bit takes the lowest coordinate whose
     # bit is dead by its half (one copy neuron, while the half has neurons
     # left), else a fresh one (paid for by a pad). A grouped bit (zero unless
@@ -305,7 +301,7 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
                     over.append(c)
                     copies[half] = copies.get(half, 0) + 1
                 coords.append(c)
-                hold_grouped(op, i, c, g)
+                hold(op, i, c, half, g)
                 continue
             if free and copy_neuron_left(half):
                 c = heapq.heappop(free)

@@ -47,12 +47,11 @@ def _bytes(values: list[int]) -> int:
     return sum(v << (8 * i) for i, v in enumerate(values))
 
 
-def warp_words(kernel: simt.KernelOp, launch: Launch, layout, warp, index: int
-               ) -> dict[str, int]:
+def warp_words(used: set[str], launch: Launch, layout, warp) -> dict[str, int]:
     """The launch-area words of one warp (`protocol.LaunchArea`): geometry as
-    bytes per axis or per lane (only what the kernel reads), lanes without a
-    thread as exited, the CTA's shared window and the warp's spill slots."""
-    used = specials_read(kernel)
+    bytes per axis or per lane (only the special registers in `used`), lanes
+    without a thread as exited, the CTA's shared window and the warp's spill
+    slots."""
 
     def axes(name: str, dims) -> int:
         return _bytes([d if f"{name}.{a}" in used else 0 for a, d in zip("xyz", dims, strict=True)])
@@ -72,12 +71,12 @@ def warp_words(kernel: simt.KernelOp, launch: Launch, layout, warp, index: int
     return words
 
 
-def initial_memory(kernel: simt.KernelOp, launch: Launch) -> tuple[dict[int, int], list]:
+def initial_memory(kernel: simt.KernelOp, launch: Launch, layout
+                   ) -> tuple[dict[int, int], list]:
     """The record address → word of everything the kernel may read: the
-    machine memory as the launch lays it out (parameters, buffers; not the
-    bounds pairs, which only the `simt` level checks), and the launch area of
-    every warp."""
-    layout = memory_layout(kernel, launch)
+    machine memory as the launch lays it out (`layout`: parameters, buffers;
+    not the bounds pairs, which only the `simt` level checks), and the launch
+    area of every warp."""
     bounds = range(len(kernel.params), len(kernel.params) + layout.bounds)  # no traps here yet
     words = {a: w for a, w in enumerate(layout.words[:layout.total]) if a not in bounds}
     warps = [w for w in make_warps(launch, 0, 0) if w.active]
@@ -85,8 +84,9 @@ def initial_memory(kernel: simt.KernelOp, launch: Launch) -> tuple[dict[int, int
         raise LaunchError(f"the launch has {len(warps)} warps; the machine's tensor level runs "
                           "at most 8 (its register file and launch area key 3 warp bits; "
                           "option max-warps)")
+    used = specials_read(kernel)
     for w_index, w in enumerate(warps):
-        for name, v in warp_words(kernel, launch, layout, w, w_index).items():
+        for name, v in warp_words(used, launch, layout, w).items():
             words[P.LAUNCH_AREA + P.LaunchArea.slot(w_index, name)] = v
     return words, warps
 
@@ -122,7 +122,8 @@ class Records:
 
 def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, stepper: Stepper,
               max_steps: int = DEFAULT_MAX_STEPS) -> TraceResult:
-    words, warps = initial_memory(kernel, launch)
+    layout = memory_layout(kernel, launch)
+    words, warps = initial_memory(kernel, launch, layout)
     if len(warps) > vocab.warps:
         raise LaunchError(f"the launch has {len(warps)} warps; the compiled machine runs at "
                           f"most {vocab.warps} (option max-warps)")
@@ -177,7 +178,6 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
                        "(an endless loop?)")
         live = [w for w in live if block[w] != exited]
         release_barriers(warps, live, held)
-    layout = memory_layout(kernel, launch)
     buffers: list[list | None] = []
     for i, arg in enumerate(launch.args):
         if i not in layout.bases:
