@@ -900,6 +900,54 @@ class ConcatOp(TensorOp):
 
 
 @irdl_op_definition
+class MergeOp(TensorOp):
+    """Reads of which at most one gives set bits, on shared coordinates (a
+    gather across memories, free):
+    `%r = tensor.merge %r0, %r1 : !tensor.bits<8>, !tensor.bits<8> -> !tensor.bits<8>`.
+    Each operand is a `tensor.kv_read` used by this merge alone; scheduled,
+    they all write onto the same coordinates (−1 on entry), each adding its
+    row's set bits, so the result is the one read that gave any (zero if
+    none). Two reads giving set bits in one token are an error of the
+    program."""
+
+    name = "tensor.merge"
+    inputs = var_operand_def(BitsType)
+    result = result_def(BitsType)
+    assembly_format = "$inputs attr-dict `:` type($inputs) `->` type($result)"
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=[list(values)], result_types=[bits(width_of(values[0]))])
+
+    def reads(self) -> list[KvReadOp]:
+        return [v.owner for v in self.inputs]  # type: ignore[misc]
+
+    def first_read(self) -> KvReadOp:
+        """The read placed first (the earliest half, then operand order): the
+        merge's bits live on its coordinates from its half on."""
+        reads = self.reads()
+        if any(r.placed_layer is None for r in reads):
+            return reads[0]
+        return min(reads, key=lambda r: half_index(r))
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException("tensor.merge takes at least one read")
+        for v in self.inputs:
+            if not isinstance(v.owner, KvReadOp):
+                raise VerifyException("tensor.merge merges the results of tensor.kv_read ops")
+            if width_of(v) != width_of(self.result):
+                raise VerifyException(f"tensor.merge of !tensor.bits<{width_of(v)}> gives "
+                                      f"!tensor.bits<{width_of(self.result)}>")
+            if len(list(v.uses)) != 1:
+                raise VerifyException("a read that tensor.merge takes has no other use (it "
+                                      "shares the merge's coordinates)")
+        placed = [_coords_prop(r) for r in self.reads()]
+        if any(c != placed[0] for c in placed):
+            raise VerifyException("the reads of a tensor.merge are placed on the same "
+                                  "coordinates")
+
+
+@irdl_op_definition
 class ThresholdOp(PlacedOp):
     """A group of SwiGLU neurons in an MLP half; output bit j is
     `[Σ_i w_ji·x_i ≥ t_j]` over the operands' bits x (concatenated, 0/1):
@@ -1220,6 +1268,59 @@ class PadOp(TensorOp):
 
 
 @irdl_op_definition
+class ClearOp(PlacedOp):
+    """Reset coordinates whose bits are dead to −1 (bit 0), so that a later
+    bit (a threshold output or a kv_read, which writes onto −1) may take them:
+    `tensor.clear at layer 3 mlp neurons [40, 42) coords [7, 9)`. One neuron
+    per coordinate, G = b_old (0 or 1, exact) and down −2. A grouped clear
+    (`tensor.clear group 2 at ...`) fires only while its group runs; an
+    ungrouped one clears whatever dead bit any group left there. Added by the
+    scheduler; the ideal semantics are unchanged (the engines hold values, not
+    coordinates)."""
+
+    name = "tensor.clear"
+    neurons = opt_prop_def(DenseArrayBase.constr(i64))
+    coords = prop_def(DenseArrayBase.constr(i64))
+    head = opt_prop_def(IntegerAttr[I64])
+    group = opt_prop_def(IntegerAttr[I64])
+    custom_directives = (Placement,)
+    assembly_format = ("(`group` $group^)? `at` custom<Placement>($layer, $half, $head, "
+                       "$neurons, $coords) attr-dict")
+
+    def __init__(self, layer: int, coords: Sequence[int], group: int | None = None):
+        props: dict[str, Attribute] = {"coords": _dense(ranges_of(sorted(coords)))}
+        if group is not None:
+            props["group"] = _i64(group)
+        super().__init__(properties=props)
+        self.place(layer, "mlp")
+
+    @property
+    def group_index(self) -> int | None:
+        return None if self.group is None else self.group.value.data
+
+    def cleared_coords(self) -> list[int]:
+        return _coords_prop(self) or []
+
+    def neuron_count(self) -> int:
+        return len(self.cleared_coords())
+
+    def unplace(self) -> None:  # made by the scheduler: it is erased, not unplaced
+        raise VerifyException("tensor.clear belongs to its schedule")
+
+    def verify_(self) -> None:
+        self._verify_half("mlp")
+        if self.layer is None:
+            raise VerifyException("tensor.clear is placed in an MLP half (`at layer L mlp`)")
+        if self.head is not None:
+            raise VerifyException("tensor.clear runs in an MLP half: no head")
+        if self.neurons is not None:
+            lo, hi = self.neurons.get_values()
+            if hi - lo != self.neuron_count():
+                raise VerifyException(f"tensor.clear needs {self.neuron_count()} neurons, "
+                                      f"placed on [{lo}, {hi})")
+
+
+@irdl_op_definition
 class ProgramOp(IRDLOperation):
     """One step of the machine, as bit-level ops in dataflow order:
 
@@ -1351,6 +1452,7 @@ class ProgramOp(IRDLOperation):
         bit_coords: dict[int, list[tuple[Operation, str]]] = {}
         heads_used: dict[tuple[int, int], str] = {}
         neurons_used: dict[int, list[tuple[int, int, str]]] = {}
+        clears: dict[int, list[ClearOp]] = {}
 
         def claim(coords: Iterable[int], who: str, op: Operation | None = None) -> None:
             """A pad (op None) owns its coordinate; bits may share theirs along
@@ -1370,7 +1472,7 @@ class ProgramOp(IRDLOperation):
                     bit_coords.setdefault(c, []).append((op, who))
 
         for op in self.body.block.ops:
-            if isinstance(op, SliceOp | ConcatOp | OutputOp):
+            if isinstance(op, SliceOp | ConcatOp | OutputOp | MergeOp):
                 continue
             who = op.name
             if isinstance(op, PadOp):
@@ -1410,22 +1512,31 @@ class ProgramOp(IRDLOperation):
                 if op.coords is None:
                     raise VerifyException(f"tensor.kv_read of @{mem.memory_name} has no "
                                           "coordinates")
-                claim(_coords_prop(op) or [], f"the kv_read of @{mem.memory_name}", op)
-            if isinstance(op, ThresholdOp):
+                merge = merge_of(op)
+                if merge is None or merge.first_read() is op:   # a merge's reads share
+                    claim(_coords_prop(op) or [], f"the kv_read of @{mem.memory_name}", op)
+            if isinstance(op, ThresholdOp | ClearOp):
                 if op.neurons is None or op.coords is None:
-                    raise VerifyException("a scheduled tensor.threshold names its neurons and "
+                    raise VerifyException(f"a scheduled {op.name} names its neurons and "
                                           "coordinates")
                 lo, hi = op.neurons.get_values()
                 if lo < 1 or hi > inter:
-                    raise VerifyException(f"tensor.threshold neurons [{lo}, {hi}) are outside "
+                    raise VerifyException(f"{op.name} neurons [{lo}, {hi}) are outside "
                                           f"[1, {inter}) (neuron 0 is the constant)")
                 for a, b, other in neurons_used.get(layer, []):
                     if lo < b and a < hi:
-                        raise VerifyException(f"tensor.threshold neurons [{lo}, {hi}) overlap "
+                        raise VerifyException(f"{op.name} neurons [{lo}, {hi}) overlap "
                                               f"{other} in layer {layer}")
                 neurons_used.setdefault(layer, []).append((lo, hi, f"neurons [{lo}, {hi})"))
-                claim(_coords_prop(op) or [], f"tensor.threshold neurons [{lo}, {hi}) of "
-                      f"layer {layer}", op)
+                who = f"{op.name} neurons [{lo}, {hi}) of layer {layer}"
+                if isinstance(op, ClearOp):
+                    for c in op.cleared_coords():
+                        if not 0 <= c < hidden or c in owner:
+                            raise VerifyException(f"{who} clears coordinate {c}, which holds "
+                                                  "no bits")
+                        clears.setdefault(c, []).append(op)
+                else:
+                    claim(_coords_prop(op) or [], who, op)
         for op in self.body.block.ops:
             if isinstance(op, KvWriteOp):
                 mem = op.memory_op()
@@ -1436,43 +1547,66 @@ class ProgramOp(IRDLOperation):
                         mem.head is None or op.head.value.data != mem.head.value.data:
                     raise VerifyException(f"tensor.kv_write of @{mem.memory_name} is not "
                                           "placed on its memory's layer and head")
-        self._verify_lifetimes(bit_coords)
+        self._verify_lifetimes(bit_coords, clears)
 
-    def _verify_lifetimes(self, bit_coords: dict[int, list[tuple[Operation, str]]]) -> None:
-        """Bits share a coordinate only one after another: a later value is a
-        `tensor.threshold` that marks the coordinate `overwrites`, placed in an
-        MLP half after the earlier value exists and no earlier than its last
-        read (a read in half h sees h's input); an output is never overwritten,
-        and a kv_read (−1 on entry) or an input is always the first holder."""
+    def _verify_lifetimes(self, bit_coords: dict[int, list[tuple[Operation, str]]],
+                          clears: dict[int, list[ClearOp]]) -> None:
+        """Bits share a coordinate only one after another, in every *view*:
+        the tokens on which group g runs see the ungrouped bits and g's (the
+        other groups' are zero there), the tokens on which none runs the
+        ungrouped ones. In a view, a later bit is written onto −1: after a
+        clear of the coordinate (`tensor.clear`, ungrouped or of the group) in
+        an MLP half from the earlier bit's last read on (a read in half h sees
+        h's input), or by a threshold that `overwrites` it, in an MLP half no
+        earlier than that last read. An output is never overwritten, an input
+        is the first holder, and a clear clears dead bits only."""
         reads = bit_reads(self)
-        for c, holders in bit_coords.items():
-            groups = {getattr(op, "group_index", None) for op, _ in holders}
-            if None in groups and len(groups) > 1:
-                who = next(w for op, w in holders if getattr(op, "group_index", None) is None)
-                raise VerifyException(f"{who} shares coordinate {c} with grouped bits; a "
-                                      "coordinate holds grouped bits or others, not both")
-            for g in groups:      # exclusive groups share it: each group's bits in turn
-                self._verify_holders(c, [(op, who) for op, who in holders
-                                         if getattr(op, "group_index", None) == g], reads)
+        for c in bit_coords.keys() | clears.keys():
+            holders, cs = bit_coords.get(c, []), clears.get(c, [])
+            timed = sorted([(birth_half(op), 1, op, who) for op, who in holders]
+                           + [(half_index(op), 0, op, f"tensor.clear of layer "
+                               f"{op.placed_layer}") for op in cs], key=lambda t: t[:2])
+            if isinstance(timed[0][2], ThresholdOp) and c in timed[0][2].overwritten_coords():
+                raise VerifyException(f"{timed[0][3]} overwrites coordinate {c}, which holds "
+                                      "no earlier bit")
+            groups = {getattr(t[2], "group_index", None) for t in timed}
+            for view in groups | {None}:
+                self._verify_view(c, [t for t in timed
+                                      if getattr(t[2], "group_index", None) in (None, view)],
+                                  reads)
 
     @staticmethod
-    def _verify_holders(c: int, holders: list[tuple[Operation, str]],
-                        reads: dict[tuple[Operation, int], int]) -> None:
-        timed = sorted(((birth_half(op), op, who) for op, who in holders),
-                       key=lambda t: t[0])
-        first_op = timed[0][1]
-        if isinstance(first_op, ThresholdOp) and c in first_op.overwritten_coords():
-            raise VerifyException(f"{timed[0][2]} overwrites coordinate {c}, which holds "
-                                  "no earlier bit")
-        for (b0, op0, who0), (b1, op1, who1) in itertools.pairwise(timed):
-            if b0 == b1 or not isinstance(op1, ThresholdOp) or \
-                    c not in op1.overwritten_coords():
-                raise VerifyException(f"{who1} and {who0} share coordinate {c}")
-            last = reads.get((op0, c), b0)
-            if last > b1:
-                until = "the end (an output)" if last == LIVE_TO_END else f"half {last}"
-                raise VerifyException(f"{who1} overwrites coordinate {c} in half {b1}, but "
-                                      f"{who0} is read there until {until}")
+    def _verify_view(c: int, timed: list, reads: dict[tuple[Operation, int], int]) -> None:
+        """One view's holders and clears of coordinate c, in time order."""
+        held = None                   # (birth, op, who) of the bit there, cleared: None
+        last_bit = None
+        for when, is_bit, op, who in timed:
+            if not is_bit:
+                if held is None and last_bit is None:
+                    continue          # nothing there in this view: a no-op
+                if held is not None:
+                    last = reads.get((held[1], c), held[0])
+                    if last > when or held[0] >= when:
+                        until = "the end (an output)" if last == LIVE_TO_END else \
+                            f"half {last}"
+                        raise VerifyException(f"{who} clears coordinate {c} in half {when}, "
+                                              f"but {held[2]} is read there until {until}")
+                held = None
+                continue
+            if held is not None:
+                b0, op0, who0 = held
+                if b0 == when or not isinstance(op, ThresholdOp) or \
+                        c not in op.overwritten_coords():
+                    raise VerifyException(f"{who} and {who0} share coordinate {c}")
+                last = reads.get((op0, c), b0)
+                if last > when:
+                    until = "the end (an output)" if last == LIVE_TO_END else f"half {last}"
+                    raise VerifyException(f"{who} overwrites coordinate {c} in half {when}, "
+                                          f"but {who0} is read there until {until}")
+            elif isinstance(op, InputOp) and last_bit is not None:
+                raise VerifyException(f"{who} and {last_bit} share coordinate {c}")
+            held = (when, op, who)
+            last_bit = who
 
 
 #: The last-read half of an output bit: it lives to the end.
@@ -1503,9 +1637,20 @@ def bit_reads(program: ProgramOp) -> dict[tuple[Operation, int], int]:
             src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
         elif isinstance(op, ConcatOp):
             src[op.result] = [b for v in op.inputs for b in src[v]]
+        elif isinstance(op, MergeOp):
+            src[op.result] = src[op.first_read().result]
         for b, half in read_points(op, src):
             last[b] = max(last.get(b, half), half)
     return last
+
+
+def merge_of(op: Operation) -> MergeOp | None:
+    """The tensor.merge that takes this read's bits, if one does."""
+    uses = op.results[0].uses if op.results else ()
+    for use in uses:
+        if isinstance(use.operation, MergeOp):
+            return use.operation
+    return None
 
 
 def read_points(op: Operation, src: dict[SSAValue, list]):
@@ -1582,6 +1727,9 @@ class ProgramBuilder:
     def concat(self, values: Sequence[SSAValue]) -> SSAValue:
         return self._add(ConcatOp(list(values))).results[0]
 
+    def merge(self, reads: Sequence[SSAValue]) -> SSAValue:
+        return self._add(MergeOp(list(reads))).results[0]
+
     def memory(self, name: str, slots: int, width: int) -> str:
         self._memories[name] = self._add(MemoryOp(name, slots, width))  # type: ignore[assignment]
         return name
@@ -1605,6 +1753,6 @@ def programs_of(root: Operation) -> list[ProgramOp]:
 TENSOR = Dialect(
     "tensor",
     [ProgramOp, InputOp, OutputOp, SliceOp, ConcatOp, ThresholdOp, MemoryOp, KvWriteOp,
-     KvReadOp, PadOp],
+     KvReadOp, PadOp, ClearOp, MergeOp],
     [BitsType, RowAttr, SumAttr],
 )

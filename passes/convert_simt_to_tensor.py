@@ -816,68 +816,82 @@ class Lowering:
                               self.const(P.LAUNCH_AREA >> 7, P.ADDRESS_BITS - 7)])
 
     def outbox(self, step_records: list[list[_Record]], control: list[_Record]) -> None:
+        """The step's records, one one-slot memory each (an `EXEC` token writes
+        them all), their valid bits side by side in `outbox_valid`. Every
+        token reads the valid bits and, from them, the one record it needs
+        (`tensor.merge` of the R reads, on one set of coordinates): the current
+        record on `A` and lower `D` tokens (its next byte), the first valid
+        one after it on `EXEC` and top `D` tokens (its address)."""
         b, R = self.b, self.vocab.records
         invalid = _Record(self.const(0, 1), self.const(0, P.ADDRESS_BITS), self.const(0, WORD))
-        self.rec_valid, self.rec_addr, self.rec_value = [], [], []
+        rows, valid_now = [], []
         for k in range(R):
-            per_block = []
-            for recs in step_records:
-                full = recs + control
-                r = full[k] if k < len(full) else invalid
-                per_block.append(b.concat([r.valid, r.address, r.value]))
+            chosen = [(recs + control)[k] if k < len(recs + control) else invalid
+                      for recs in step_records]
+            # the valid bits apart: they are often known long before the values,
+            # and the record reads wait for them (`sel`), the writes for the values
+            valid_now.append(self.by_block([r.valid for r in chosen]))
+            rows.append(b.concat([valid_now[-1], self.by_block(
+                [b.concat([r.address, r.value]) for r in chosen])]))
+        valid = []
+        width = T.MAX_MEMORY_WIDTH
+        for lo in range(0, R, width):
+            name = f"outbox_valid{lo // width}" if R > width else "outbox_valid"
+            b.memory(name, 1, min(width, R - lo))
+            b.kv_write(name, "onehot", self.bit("is_exec"), b.concat(valid_now[lo:lo + width]))
+            valid.append(b.kv_read(name, "onehot", self.bit("reads_outbox")))
+        self.pick_record(b.concat(valid))
+        reads = []
+        for k, row in enumerate(rows):
             name = f"outbox_{k}"
             b.memory(name, 1, REC_BITS)
-            b.kv_write(name, "onehot", self.bit("is_exec"), self.by_block(per_block))
-            row = b.kv_read(name, "onehot", self.bit("reads_outbox"))
-            self.rec_valid.append(b.slice(row, 0, 1))
-            self.rec_addr.append(b.slice(row, 1, 1 + P.ADDRESS_BITS))
-            self.rec_value.append(b.slice(row, 1 + P.ADDRESS_BITS, REC_BITS))
+            b.kv_write(name, "onehot", self.bit("is_exec"), row)
+            reads.append(b.kv_read(name, "onehot", b.slice(self.sel, k, k + 1)))
+        record = b.merge(reads)
+        self.rec_addr = b.slice(record, 1, 1 + P.ADDRESS_BITS)
+        self.rec_value = b.slice(record, 1 + P.ADDRESS_BITS, REC_BITS)
         b.memory("outbox_end", 1, END_BITS)
         b.kv_write("outbox_end", "onehot", self.bit("is_exec"), self.end_row)
         self.end = b.kv_read("outbox_end", "onehot", self.bit("reads_outbox"))
 
-    def next_token(self) -> None:
-        b, R, N = self.b, self.vocab.records, len(self.blocks)
+    def pick_record(self, valid: SSAValue) -> None:
+        """`cur`: the record this token belongs to (one-hot, zero on `EXEC`);
+        `first`: the first valid record after it (`EXEC` and top `D` tokens);
+        `sel`: the record to read, `cur` but on those tokens `first`."""
+        b, R = self.b, self.vocab.records
         is_exec, is_top = self.bit("is_exec"), self.bit("is_top")
         cur_in = b.concat([self.inp["rec_k"], self.staged_k])
-        cur = b.threshold([cur_in], [({k: 1, R + k: 1}, 1) for k in range(R)])
-        after = b.threshold([is_exec, is_top, cur],
+        self.cur = b.threshold([cur_in], [({k: 1, R + k: 1}, 1) for k in range(R)])
+        after = b.threshold([is_exec, is_top, self.cur],
                             [({0: 2, 1: 1} | {2 + m: 1 for m in range(k)}, 2) for k in range(R)])
-        cand = b.threshold([after, b.concat(self.rec_valid)],
-                           [({k: 1, R + k: 1}, 2) for k in range(R)])
-        first = b.threshold([cand], [({k: 1} | {m: -1 for m in range(k)}, 1)
-                                     for k in range(R)])
-        found = self.any_of([b.slice(cand, k, k + 1) for k in range(R)])
-        out_a = self.gate([is_exec, is_top, found], need=2)
+        cand = b.threshold([after, valid], [({k: 1, R + k: 1}, 2) for k in range(R)])
+        first_rows = [({k: 1} | {m: -1 for m in range(k)}, 1) for k in range(R)]
+        self.first = b.threshold([cand], first_rows)
+        self.found = self.any_of([b.slice(cand, k, k + 1) for k in range(R)])
+        # sel_k = cur_k on A and lower D tokens, + first_k (zero there): two parts
+        self.sel = b.threshold([self.cur, cand, is_top, is_exec], [
+            [(1, {k: 1, 2 * R: -1, 2 * R + 1: -1}, 1),
+             (1, {R + k: 1} | {R + m: -1 for m in range(k)}, 1)] for k in range(R)])
+
+    def next_token(self) -> None:
+        b, N = self.b, len(self.blocks)
+        is_exec, is_top = self.bit("is_exec"), self.bit("is_top")
+        out_a = self.gate([is_exec, is_top, self.found], need=2)
         out_d = self.gate([self.bit("is_a"), self.bit("is_d")], [is_top], need=1)
         out_end = self.gate([], [out_a, out_d], need=0)
         b.output("next_kind", b.concat([out_a, out_d, self.const(0, 1), out_end]))
-        b.output("next_k", self.bits_and_bit(first, out_a))
-        addr_rows = [({R + k * P.ADDRESS_BITS + i: 1, k: 1, R + R * P.ADDRESS_BITS: 1}, 3)
-                     for i in range(P.ADDRESS_BITS) for k in range(R)]
-        picked = b.threshold([first, *self.rec_addr, out_a], addr_rows)
-        b.output("next_a", b.threshold([picked], [
-            ({i * R + k: 1 for k in range(R)}, 1) for i in range(P.ADDRESS_BITS)]))
+        b.output("next_k", self.bits_and_bit(self.first, out_a))
+        b.output("next_a", self.bits_and_bit(self.rec_addr, out_a))
         b.output("next_j", self.inp["next_j"])
-        # the next byte and whether it is the top one: one AND per (record, byte)
+        # the next byte of the current record, and whether it is the top one
         nj = self.inp["next_j"]
-        ins = [cur, nj, *self.rec_value]
-        val0 = R + P.BYTES
-        rows_v, rows_t = [], []
-        for t in range(8):
-            for k in range(R):
-                for j in range(P.BYTES):
-                    rows_v.append(({k: 1, R + j: 1, val0 + k * WORD + 8 * j + t: 1}, 3))
-        for k in range(R):
-            for j in range(P.BYTES):
-                above = {val0 + k * WORD + i: -1 for i in range(8 * (j + 1), WORD)}
-                rows_t.append(({k: 1, R + j: 1} | above, 2))
-        pv = b.threshold(ins, rows_v)
-        per = R * P.BYTES
-        b.output("next_v", b.threshold([pv], [({t * per + i: 1 for i in range(per)}, 1)
-                                              for t in range(8)]))
-        pt = b.threshold(ins, rows_t)
-        b.output("next_top", self.any_of([b.slice(pt, i, i + 1) for i in range(per)]))
+        value = self.rec_value
+        b.output("next_v", self.pick([(self.bit("next_j", j), b.slice(value, 8 * j, 8 * j + 8))
+                                      for j in range(P.BYTES)]))
+        tops = b.threshold([nj, value], [({j: 1} | {P.BYTES + i: -1
+                                                     for i in range(8 * (j + 1), WORD)}, 1)
+                                         for j in range(P.BYTES)])
+        b.output("next_top", self.any_of(self.bits_of(tops)))
         # END(n): the stored block bits decoded, or the exit
         block_bits = self.bits_of(b.slice(self.end, 0, P.BLOCK_BITS))
         exit_bit = b.slice(self.end, P.BLOCK_BITS, P.BLOCK_BITS + 1)
@@ -926,7 +940,8 @@ def remove_dead_ops(program: T.ProgramOp) -> None:
     while changed:
         changed = False
         for op in reversed(program.ops()):
-            if isinstance(op, T.ThresholdOp | T.SliceOp | T.ConcatOp | T.KvReadOp) and \
+            if isinstance(op, T.ThresholdOp | T.SliceOp | T.ConcatOp | T.MergeOp |
+                          T.KvReadOp) and \
                     not op.results[0].uses:
                 op.detach()
                 op.erase()

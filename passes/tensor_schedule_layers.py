@@ -32,6 +32,7 @@ limit and the amount.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from dataclasses import dataclass, field
@@ -70,6 +71,7 @@ class _Unit:
 @dataclass
 class _Resources:
     neurons: dict[int, int] = field(default_factory=dict)   # mlp half -> next free neuron
+    reserved: dict[int, int] = field(default_factory=dict)  # mlp half -> kept for copies
     heads: dict[int, int] = field(default_factory=dict)     # attn half -> next free head
 
 
@@ -82,9 +84,9 @@ def _fail(program: T.ProgramOp, message: str) -> ScheduleError:
 
 
 def strip_schedule(program: T.ProgramOp) -> None:
-    """Forget an earlier schedule: placements, coordinates, pads, limits."""
+    """Forget an earlier schedule: placements, coordinates, clears, pads, limits."""
     for op in program.ops():
-        if isinstance(op, T.PadOp):
+        if isinstance(op, T.PadOp | T.ClearOp):
             op.detach()
             op.erase()
         elif isinstance(op, T.PlacedOp):
@@ -130,7 +132,7 @@ def _producers(program: T.ProgramOp, units: list[_Unit]) -> dict[SSAValue, froze
         for r in op.results:
             if r in made_by:
                 out[r] = frozenset((made_by[r],))
-            elif isinstance(op, T.SliceOp | T.ConcatOp):
+            elif isinstance(op, T.SliceOp | T.ConcatOp | T.MergeOp):
                 out[r] = frozenset().union(*(out[v] for v in op.operands))
             else:
                 out[r] = frozenset()
@@ -173,7 +175,7 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
         """The half after which value v is ready (views: their latest bit)."""
         if v not in ready:
             op = v.owner
-            assert isinstance(op, T.SliceOp | T.ConcatOp), op
+            assert isinstance(op, T.SliceOp | T.ConcatOp | T.MergeOp), op
             ready[v] = max((when(u) for u in op.operands), default=-1)
         return ready[v]
 
@@ -189,11 +191,16 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
                 raise _fail(program, f"has a tensor.threshold of {need} neurons; an MLP half "
                                      f"has {intermediate} including the constant neuron "
                                      "(option intermediate)")
+            # each output bit keeps a neuron of the half in reserve for its copy
+            # (or another bit's clear), while the op fits with them
+            spare = min(T.width_of(op.result), intermediate - 1 - need)
             half = earliest if earliest % 2 else earliest + 1
-            while res.neurons.get(half, 1) + need > intermediate:
+            while res.neurons.get(half, 1) + res.reserved.get(half, 0) + need + spare \
+                    > intermediate:
                 half += 2
             lo = res.neurons.get(half, 1)
             res.neurons[half] = lo + need
+            res.reserved[half] = res.reserved.get(half, 0) + spare
             op.place(half // 2, "mlp")
             op.properties["neurons"] = T._dense([lo, lo + need])
             ready[op.result] = half
@@ -216,113 +223,62 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
         last_half = max(last_half, half)
     for op in program.ops():              # views nobody placed a unit after
         for r in op.results:
-            if isinstance(op, T.SliceOp | T.ConcatOp):
+            if isinstance(op, T.SliceOp | T.ConcatOp | T.MergeOp):
                 when(r)
 
     # ---------------------------------------------------------------- coordinates
     n_layers = last_half // 2 + 1
-    next_coord = T.ProgramOp.FLAG + 1
-    energy = 64  # the flag: 8²
-
-    def take(n: int) -> list[int]:
-        nonlocal next_coord
-        coords = list(range(next_coord, next_coord + n))
-        next_coord += n
-        return coords
-
+    spare = _Neurons(res.neurons, intermediate)
+    coords = _Coordinates(program.group_bits(), spare)
     last = _last_reads(program)
-    intervals: list[tuple[int, int]] = []     # [start, release) of every bit
-    released: list[tuple[int, int]] = []      # heap of (release half, coordinate)
-
-    banks = _Banks()
-
-    def hold(op: Operation, i: int, c: int, start: int, group: int | None = None) -> None:
-        """Bit i of op holds coordinate c from `start` to its last read; then
-        the coordinate is free again (for the bit's group, if it has one)."""
-        birth = T.birth_half(op)
-        release = max(last.get((op.results[0], i), birth), birth + 1)
-        intervals.append((start, release))
-        if release >= T.LIVE_TO_END:
-            return
-        if group is None:
-            heapq.heappush(released, (release, c))
-        else:
-            banks.release(group, release, c)
-
+    intervals: list[tuple[int, int, int | None]] = []     # [birth, release), group of every bit
     for op in program.ops():
         if isinstance(op, T.InputOp):
-            coords = take(T.width_of(op.result))
-            op.properties["coords"] = T._dense(T.ranges_of(coords))
-            energy += len(coords)
-            for i, c in enumerate(coords):
-                hold(op, i, c, -1)
-    for op in program.ops():
-        if isinstance(op, T.KvReadOp):
-            g = op.group_index
-            if g is None:
-                coords = take(T.width_of(op.result))   # −1 from the start: never reused
-                energy += len(coords)
-            else:                  # −1 for its group: a coordinate the group never used
-                coords = []
-                for _ in range(T.width_of(op.result)):
-                    c, fresh = banks.clean(g, take)
-                    energy += fresh
-                    coords.append(c)
-            op.properties["coords"] = T._dense(T.ranges_of(coords))
-            for i, c in enumerate(coords):
-                hold(op, i, c, -1 if g is None else T.birth_half(op), g)
-    # thresholds in time order: an output bit takes the lowest coordinate whose
-    # bit is dead by its half (one copy neuron, while the half has neurons
-    # left), else a fresh one (paid for by a pad). A grouped bit (zero unless
-    # its group runs) takes a banked coordinate its group never used (the
-    # other groups' bits there are zero when it runs), else one its group
-    # released (a copy neuron), else a fresh banked one.
+            taken = [coords.fresh() for _ in range(T.width_of(op.result))]
+            op.properties["coords"] = T._dense(T.ranges_of(taken))
+            for i, c in enumerate(taken):
+                coords.hold(c, None, _release(last, op, i))
+                intervals.append((-1, _release(last, op, i), None))
+    # reads and thresholds in time order: each bit takes a coordinate that
+    # is −1 where it runs (never used, or cleared after its last bit died),
+    # else a dead one cleared in time (one neuron), else a fresh one
     order = {op: n for n, op in enumerate(program.ops())}
-    thresholds = sorted((op for op in program.ops() if isinstance(op, T.ThresholdOp)),
-                        key=lambda op: (T.half_index(op), order[op]))
-    free: list[int] = []
-    copies: dict[int, int] = {}
-
-    def copy_neuron_left(half: int) -> bool:
-        return res.neurons.get(half, 1) + copies.get(half, 0) < intermediate
-
-    for op in thresholds:
-        half = T.half_index(op)
-        g = op.group_index
-        while released and released[0][0] <= half:
-            heapq.heappush(free, heapq.heappop(released)[1])
-        coords, over = [], []
-        for i in range(T.width_of(op.result)):
-            if g is not None:
-                c, how = banks.take(g, half, take, copy_neuron_left(half))
-                if how == "fresh":
-                    energy += 1
-                elif how == "overwrite":
-                    over.append(c)
-                    copies[half] = copies.get(half, 0) + 1
-                coords.append(c)
-                hold(op, i, c, half, g)
+    bits_ops = sorted((op for op in program.ops() if isinstance(op, T.ThresholdOp | T.KvReadOp)),
+                      key=lambda op: (T.half_index(op), order[op]))
+    merged: set[T.MergeOp] = set()
+    for op in bits_ops:
+        merge = T.merge_of(op) if isinstance(op, T.KvReadOp) else None
+        if merge is not None:                 # one set of coordinates for all its reads
+            if merge in merged:
                 continue
-            if free and copy_neuron_left(half):
-                c = heapq.heappop(free)
-                over.append(c)
-                copies[half] = copies.get(half, 0) + 1
-            else:
-                c = take(1)[0]              # −1 from the embedding on
-                energy += 1
-            coords.append(c)
-            hold(op, i, c, half)
-        op.properties["coords"] = T._dense(T.ranges_of(coords))
+            merged.add(merge)
+            op = merge.first_read()
+        birth, g = T.half_index(op), op.group_index
+        taken, over = [], []
+        for i in range(T.width_of(op.result)):
+            release = _release(last, op, i)
+            c, clear_half = coords.take(g, birth, isinstance(op, T.ThresholdOp))
+            if clear_half == birth:
+                over.append(c)            # the threshold's own copy neuron
+            coords.hold(c, g, release)
+            intervals.append((birth, release, g))
+            taken.append(c)
+        for holder in merge.reads() if merge is not None else [op]:
+            holder.properties["coords"] = T._dense(T.ranges_of(taken))
         if over:
             op.properties["overwrites"] = T._dense(T.ranges_of(sorted(over)))
-    _lay_out_neurons(thresholds)
+    thresholds = [op for op in bits_ops if isinstance(op, T.ThresholdOp)]
+    energy = 64 + coords.next - 1    # the flag (8²), then one unit per bit coordinate
+    clears = coords.clear_ops()
+    _lay_out_neurons(thresholds, clears)
     pads: list[T.PadOp] = []
     budget = 64 * hidden - energy
     if budget < 0:
         raise _fail(program, f"needs sum(h²) = {energy} before its first layer, more than "
                              f"64·hidden = {64 * hidden} (option hidden)")
     for p in filler_pads(budget):
-        pads.append(T.PadOp(take(1)[0], p))
+        pads.append(T.PadOp(coords.fresh(), p))
+    next_coord = coords.next
     if next_coord > hidden:
         n_data = next_coord - len(pads)
         raise _fail(program, f"needs {next_coord} residual coordinates ({n_data} for the flag "
@@ -330,52 +286,132 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
                              f"once, {len(pads)} pads), the layers have hidden {hidden} "
                              "(option hidden)")
     block = program.body.block
-    for pad in pads:
-        block.add_op(pad)
+    for op in [*clears, *pads]:
+        block.add_op(op)
     program.set_limit("layers", n_layers)
     program.set_limit("hidden", hidden)
     program.set_limit("intermediate", intermediate)
     program.set_limit("heads", heads)
 
 
-class _Banks:
-    """Coordinates shared by mutually exclusive groups (the bits of a group
-    are zero unless it runs, so the other groups' bits on a coordinate do not
-    disturb it): each group takes the banked coordinates it never used in
-    order (still −1 for it), then those its own dead bits free (overwritten:
-    a copy neuron gated by the group), then new ones."""
+def _release(last: dict[tuple[SSAValue, int], int], op: Operation, i: int) -> int:
+    """The half after which bit i of op's result is dead (read at its input)."""
+    birth = T.birth_half(op)
+    return max(last.get((op.results[0], i), birth), birth + 1)
 
-    def __init__(self) -> None:
-        self.coords: list[int] = []
-        self.next_clean: dict[int, int] = {}
-        self.released: dict[int, list[tuple[int, int]]] = {}
-        self.free: dict[int, list[int]] = {}
 
-    def release(self, group: int, half: int, c: int) -> None:
-        heapq.heappush(self.released.setdefault(group, []), (half, c))
+class _Neurons:
+    """MLP neurons per half: the thresholds' gadgets (placed), then one more
+    per copy or clear neuron while the half has room."""
 
-    def clean(self, group: int, take) -> tuple[int, int]:
-        """A coordinate the group never used; (c, 1) when it is new."""
-        k = self.next_clean.get(group, 0)
-        if k < len(self.coords):
-            self.next_clean[group] = k + 1
-            return self.coords[k], 0
-        c = take(1)[0]
-        self.coords.append(c)
-        self.next_clean[group] = len(self.coords)
-        return c, 1
+    def __init__(self, placed: dict[int, int], intermediate: int) -> None:
+        self.used = dict(placed)
+        self.intermediate = intermediate
 
-    def take(self, group: int, half: int, take, may_copy: bool) -> tuple[int, str]:
-        """(coordinate, 'clean' | 'overwrite' | 'fresh') for a bit born in `half`."""
-        released, free = self.released.setdefault(group, []), self.free.setdefault(group, [])
-        while released and released[0][0] <= half:
-            heapq.heappush(free, heapq.heappop(released)[1])
-        if self.next_clean.get(group, 0) < len(self.coords):
-            return self.clean(group, take)[0], "clean"
-        if free and may_copy:
-            return heapq.heappop(free), "overwrite"
-        c, _ = self.clean(group, take)
-        return c, "fresh"
+    def take(self, lo: int, hi: int) -> int | None:
+        """An MLP half in [lo, hi] with a neuron to spare (the latest), taken."""
+        for h in range(hi if hi % 2 else hi - 1, max(lo, 0) - 1, -2):
+            if self.used.get(h, 1) < self.intermediate:
+                self.used[h] = self.used.get(h, 1) + 1
+                return h
+        return None
+
+
+class _Coordinates:
+    """Residual coordinates along the bits' lifetimes, per *view*: the tokens
+    on which group g runs see only ungrouped bits and g's (another group's
+    bits are zero there, so its coordinates stay −1), the tokens on which no
+    group runs only ungrouped bits. A bit needs a coordinate that holds −1 in
+    every view it appears in when it is written:
+
+    - one nobody used in those views (a fresh coordinate, or one only other
+      groups use: free for a grouped bit);
+    - one whose bits there are dead, reset to −1 by a clear neuron in an MLP
+      half between the last read and the write (gated by the group for a
+      grouped bit; ungrouped, it clears every view), the threshold's own copy
+      neuron when that is its own half;
+    - else a new one.
+
+    `state[c]` maps a view (group, or None) to the release half of the last
+    bit there; a view absent holds −1. An ungrouped bit is in every view."""
+
+    def __init__(self, n_groups: int, neurons: _Neurons) -> None:
+        self.views: list[int | None] = [None, *range(n_groups)]
+        self.neurons = neurons
+        self.next = T.ProgramOp.FLAG + 1
+        self.state: dict[int, dict[int | None, int]] = {}
+        self.clean: dict[int | None, list[int]] = {v: [] for v in self.views}
+        self.dirty: dict[int | None, list[tuple[int, int]]] = {v: [] for v in self.views}
+        self.all_dirty: list[tuple[int, int]] = []
+        self.clears: dict[tuple[int, int | None], list[int]] = {}
+
+    def fresh(self) -> int:
+        c = self.next
+        self.next += 1
+        return c
+
+    def hold(self, c: int, group: int | None, release: int) -> None:
+        """Bit of `group` lives on c until `release`."""
+        st = self.state.setdefault(c, {})
+        if group is None:
+            for v in self.views:
+                st[v] = release
+                if release < T.LIVE_TO_END:
+                    heapq.heappush(self.dirty[v], (release, c))
+        else:
+            if not st:          # it was clean everywhere: the other groups may take it
+                for v in self.views[1:]:
+                    if v != group:
+                        heapq.heappush(self.clean[v], c)
+            st[group] = release
+            if release < T.LIVE_TO_END:
+                heapq.heappush(self.dirty[group], (release, c))
+        if max(st.values()) < T.LIVE_TO_END:
+            heapq.heappush(self.all_dirty, (max(st.values()), c))
+
+    def take(self, group: int | None, birth: int, threshold: bool) -> tuple[int, int | None]:
+        """A coordinate for a bit written in half `birth`, and the half of
+        the neuron that clears it first (None: it holds −1 already; `birth`:
+        the threshold's own copy neuron)."""
+        latest = birth if threshold else birth - 1          # a read writes onto −1
+        if group is None:
+            return self._clear(self.all_dirty, None, birth, latest,
+                               lambda c: max(self.state[c].values(), default=-2))
+        heap = self.clean[group]
+        while heap:
+            c = heapq.heappop(heap)
+            if group not in self.state[c]:
+                return c, None
+        return self._clear(self.dirty[group], group, birth, latest,
+                           lambda c: self.state[c].get(group, -2))
+
+    def _clear(self, heap: list[tuple[int, int]], group: int | None, birth: int, latest: int,
+               release_of) -> tuple[int, int | None]:
+        """The dead coordinate released first, cleared in an MLP half in
+        [its release, latest] with a neuron to spare; else a fresh one."""
+        while heap and heap[0][0] <= latest:
+            release, c = heap[0]
+            if release_of(c) != release:
+                heapq.heappop(heap)                      # stale: taken or changed since
+                continue
+            half = self.neurons.take(release, latest)
+            if half is None:
+                break
+            heapq.heappop(heap)
+            if group is None:
+                self.state[c] = {}
+            else:
+                del self.state[c][group]
+            if half != birth:
+                self.clears.setdefault((half, group), []).append(c)
+            return c, half
+        return self.fresh(), None
+
+    def clear_ops(self) -> list[T.ClearOp]:
+        """The clears not fused into a threshold (its own half) as ops."""
+        return [T.ClearOp(half // 2, coords, group)
+                for (half, group), coords in sorted(self.clears.items(),
+                                                    key=lambda kv: (kv[0][0], str(kv[0][1])))]
 
 
 def _last_reads(program: T.ProgramOp) -> dict[tuple[SSAValue, int], int]:
@@ -391,32 +427,49 @@ def _last_reads(program: T.ProgramOp) -> dict[tuple[SSAValue, int], int]:
             src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
         elif isinstance(op, T.ConcatOp):
             src[op.result] = [b for v in op.inputs for b in src[v]]
+        elif isinstance(op, T.MergeOp):      # on the coordinates of the read placed first
+            src[op.result] = src[op.first_read().result]
         for b, half in T.read_points(op, src):
             last[b] = max(last.get(b, half), half)
     return last
 
 
-def peak_live(intervals: list[tuple[int, int]]) -> int:
+def peak_live(intervals) -> int:
     """Most bits holding a coordinate at once, over [start, release) intervals
-    of halves (a bit released at h frees its coordinate for a bit born at h)."""
-    events = sorted([(r, -1) for _, r in intervals] + [(s, 1) for s, _ in intervals])
-    live = peak = 0
-    for _, d in events:
-        live += d
-        peak = max(peak, live)
-    return peak
+    of halves (a bit released at h frees its coordinate for a bit born at h);
+    with a third field, the group: exclusive groups' bits count in their own
+    view, the peak is the ungrouped bits plus the fullest group."""
+    views: dict[int | None, list[tuple[int, int]]] = {}
+    for start, release, *group in intervals:
+        views.setdefault(group[0] if group else None, []).append((start, release))
+    counts = {g: _live_counter(v) for g, v in views.items()}
+    shared = counts.pop(None, lambda h: 0)
+    points = {s for v in views.values() for s, _ in v}
+    return max((shared(h) + max((live(h) for live in counts.values()), default=0)
+                for h in points), default=0)
 
 
-def _lay_out_neurons(thresholds: list[T.ThresholdOp]) -> None:
+def _live_counter(intervals: list[tuple[int, int]]):
+    """h → how many of the [start, release) intervals hold h."""
+    starts = sorted(s for s, _ in intervals)
+    releases = sorted(r for _, r in intervals)
+    return lambda h: bisect.bisect_right(starts, h) - bisect.bisect_right(releases, h)
+
+
+def _lay_out_neurons(thresholds: list[T.ThresholdOp], clears: list[T.ClearOp]) -> None:
     """Neuron ranges again, now with the copy neurons, in each half in the order
-    the list scheduler packed them."""
-    by_half: dict[int, list[T.ThresholdOp]] = {}
+    the list scheduler packed them; then the half's clears."""
+    by_half: dict[int, list[T.PlacedOp]] = {}
     for op in thresholds:
         by_half.setdefault(T.half_index(op), []).append(op)
     for ops in by_half.values():
+        ops.sort(key=lambda o: o.neurons.get_values()[0])  # type: ignore[union-attr]
+    for op in clears:
+        by_half.setdefault(T.half_index(op), []).append(op)
+    for ops in by_half.values():
         lo = 1
-        for op in sorted(ops, key=lambda o: o.neurons.get_values()[0]):  # type: ignore[union-attr]
-            need = op.neuron_count()
+        for op in ops:
+            need = op.neuron_count()  # type: ignore[attr-defined]
             op.properties["neurons"] = T._dense([lo, lo + need])
             lo += need
 

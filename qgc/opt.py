@@ -49,7 +49,8 @@ def main(args: Sequence[str] | None = None) -> int:
         print(str(err), file=sys.stderr)
         return err.status
     except (Exception, ArgSpecParseError) as err:  # parse, verify and pipeline errors:
-        print(f"qgc-opt: error: {err}", file=sys.stderr)  # one message, no traceback
+        message = str(err).removeprefix("error: ")
+        print(f"qgc-opt: error: {message}", file=sys.stderr)  # one message, no traceback
         return 1
     return 0
 

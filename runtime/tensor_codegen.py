@@ -185,6 +185,8 @@ def value_coords(program: T.ProgramOp) -> dict[SSAValue, list[int]]:
             coords[op.result] = coords[op.input][op.lo.value.data:op.hi.value.data]
         elif isinstance(op, T.ConcatOp):
             coords[op.result] = [c for v in op.inputs for c in coords[v]]
+        elif isinstance(op, T.MergeOp):         # its reads share their coordinates
+            coords[op.result] = coords[op.inputs[0]]
     return coords
 
 
@@ -376,7 +378,7 @@ def check_config(program: T.ProgramOp, config: Any) -> None:
                            f"scales (at most {MAX_EPS})")
 
 
-def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp],
+def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp | T.ClearOp],
                  coords: dict[SSAValue, list[int]], groups: list[int] | None) -> int:
     if not ops:
         return 0
@@ -386,6 +388,9 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp],
     layer.add(up, (0, flag), 1.0 / NEURON_SCALE)
     top = 1
     for op in ops:
+        if isinstance(op, T.ClearOp):
+            top = max(top, _compile_clear(layer, op, groups))
+            continue
         placed = op.neurons
         assert placed is not None
         n = placed.get_values()[0]
@@ -397,10 +402,7 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp],
         gate_bit = None if g is None else groups[g]  # type: ignore[index]
 
         def up_from(neuron: int, gate_bit: int | None = gate_bit) -> None:
-            if gate_bit is None:
-                layer.add(up, (neuron, flag), 1.0 / NEURON_SCALE)
-            else:
-                _affine(layer, up, neuron, [(gate_bit, 1.0)], 0.0, 1.0 / NEURON_SCALE)
+            _gated_up(layer, neuron, gate_bit)
 
         first: dict[T.ThresholdRow, int] = {}        # part → its first neuron
         for part in op.distinct_parts():
@@ -440,6 +442,32 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp],
                                f"uses {n - placed.get_values()[0]}")
         top = max(top, n)
     return top
+
+
+def _gated_up(layer: SparseLayer, neuron: int, gate_bit: int | None) -> None:
+    """The neuron's up projection: 1/256 from the flag, or from a group's bit
+    (ReLU(G)·e: exactly zero while another group runs)."""
+    up = "mlp.up_proj.weight"
+    if gate_bit is None:
+        layer.add(up, (neuron, T.ProgramOp.FLAG), 1.0 / NEURON_SCALE)
+    else:
+        _affine(layer, up, neuron, [(gate_bit, 1.0)], 0.0, 1.0 / NEURON_SCALE)
+
+
+def _compile_clear(layer: SparseLayer, op: T.ClearOp, groups: list[int] | None) -> int:
+    """One neuron per coordinate: G = b_old (0 or 1, exact), down −2, so the
+    coordinate moves from 2·b_old − 1 to −1."""
+    placed = op.neurons
+    assert placed is not None
+    n = placed.get_values()[0]
+    g = op.group_index
+    gate_bit = None if g is None else groups[g]  # type: ignore[index]
+    for c in op.cleared_coords():
+        _affine(layer, "mlp.gate_proj.weight", n, [(c, 1.0)], 0.0, NEURON_SCALE)
+        _gated_up(layer, n, gate_bit)
+        layer.add("mlp.down_proj.weight", (c, n), -2.0)
+        n += 1
+    return n
 
 
 def group_coords(program: T.ProgramOp, coords: dict[SSAValue, list[int]]) -> list[int] | None:
@@ -529,14 +557,14 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
     assert n_layers is not None
     coords = value_coords(program)
     layers = [SparseLayer(i) for i in range(n_layers)]
-    thresholds: dict[int, list[T.ThresholdOp]] = {}
+    thresholds: dict[int, list[T.ThresholdOp | T.ClearOp]] = {}
     writes = {op.memory_name: op for op in program.ops() if isinstance(op, T.KvWriteOp)}
     reads = {op.memory_name: op for op in program.ops() if isinstance(op, T.KvReadOp)}
     heads = [0] * n_layers
     used: list[list[int]] = [[] for _ in range(n_layers)]
     groups = group_coords(program, coords)
     for op in program.ops():
-        if isinstance(op, T.ThresholdOp):
+        if isinstance(op, T.ThresholdOp | T.ClearOp):
             assert op.placed_layer is not None
             thresholds.setdefault(op.placed_layer, []).append(op)
         elif isinstance(op, T.MemoryOp):
@@ -611,8 +639,13 @@ def margins(program: T.ProgramOp, layer: int | None = None) -> Margins:
     min_on, max_off, max_on = Fraction(10 ** 9), Fraction(-(10 ** 9)), Fraction(0)
     kinds: dict[str, int] = {}
     for op in program.ops():
-        if not isinstance(op, T.ThresholdOp) or \
-                (layer is not None and op.placed_layer != layer):
+        if layer is not None and getattr(op, "placed_layer", None) != layer:
+            continue
+        if isinstance(op, T.ClearOp):        # G = b_old: exactly 0 or 1
+            kinds["clear"] = kinds.get("clear", 0) + op.neuron_count()
+            min_on, max_on = min(min_on, Fraction(1)), max(max_on, Fraction(1))
+            continue
+        if not isinstance(op, T.ThresholdOp):
             continue
         for g in (part.gadget() for row in op.row_list() for _, part in row.parts):
             kinds[g.kind] = kinds.get(g.kind, 0) + 1

@@ -123,6 +123,8 @@ def _interpret(module: Operation, inputs: Mapping[str, Sequence[int]],
             values[op.result] = values[op.input][op.lo.value.data:op.hi.value.data]
         elif isinstance(op, T.ConcatOp):
             values[op.result] = tuple(b for v in op.inputs for b in values[v])
+        elif isinstance(op, T.MergeOp):
+            values[op.result] = _merged(op, [values[v] for v in op.inputs])
         elif isinstance(op, T.KvWriteOp):
             mem = memories[op.memory_name]
             slot = _slot(op, values[op.key], get(op.enable), mem.n_slots)
@@ -152,6 +154,16 @@ def tensor_runner(module: Operation) -> Callable[..., tuple[dict[str, list[int]]
             return _interpret(program, inputs, state)
         return plan.run(program, inputs, state)
     return run
+
+
+def _merged(op: T.MergeOp, rows: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """The one read of a merge that gave set bits (zero bits if none)."""
+    given = [i for i, row in enumerate(rows) if any(row)]
+    if len(given) > 1:
+        names = ", ".join(f"@{op.reads()[i].memory_name}" for i in given)
+        raise TensorEngineError(f"tensor.merge: reads of {names} all gave set bits in one "
+                                "token; at most one may: the program is wrong")
+    return tuple(rows[given[0]]) if given else (0,) * T.width_of(op.result)
 
 
 def run_tensor_tokens(module: Operation, tokens: Sequence[Mapping[str, Sequence[int]]],
@@ -248,6 +260,21 @@ class _Access:
     hi: int = 0
 
 
+@dataclass
+class _Merge:
+    """A tensor.merge: the one operand row with set bits, into [lo, hi)."""
+
+    lo: int
+    hi: int
+    parts: list[slice | np.ndarray]
+
+    def run(self, buf: np.ndarray) -> None:
+        given = [p for p in self.parts if buf[p].any()]
+        if len(given) > 1:
+            raise _Fallback                      # the interpreter names the reads
+        buf[self.lo:self.hi] = buf[given[0]] if given else 0
+
+
 def _view(index: np.ndarray) -> slice | np.ndarray:
     """A buffer index array as a slice when it is a contiguous run (cheaper to read)."""
     if len(index) and (len(index) == 1 or (np.diff(index) == 1).all()):
@@ -304,6 +331,8 @@ class CompiledProgram:
                 stage_of[op] = ready[op.result] = s
             elif isinstance(op, T.SliceOp | T.ConcatOp):
                 ready[op.result] = max(ready[v] for v in op.operands)
+            elif isinstance(op, T.MergeOp):
+                stage_of[op] = ready[op.result] = max(ready[v] for v in op.operands)
             elif isinstance(op, T.KvWriteOp | T.KvReadOp):
                 if op.memory_name not in memories or op.key_kind.data not in T.KEY_KINDS:
                     raise _Uncompilable
@@ -313,7 +342,7 @@ class CompiledProgram:
                     ready[op.result] = s
             elif isinstance(op, T.OutputOp):
                 ready[op.value]  # noqa: B018 (defined before use)
-            elif not isinstance(op, T.MemoryOp | T.PadOp):
+            elif not isinstance(op, T.MemoryOp | T.PadOp | T.ClearOp):
                 raise _Uncompilable
         n_stages = max(stage_of.values(), default=0) + 1
 
@@ -335,7 +364,7 @@ class CompiledProgram:
                 by_stage[stage_of[op]].append(op)
         layout: dict[Operation, int] = {}
         for stage_ops in by_stage:
-            for kind in (T.ThresholdOp, T.KvReadOp):   # a stage's thresholds side by side
+            for kind in (T.ThresholdOp, T.KvReadOp, T.MergeOp):  # thresholds side by side
                 for op in stage_ops:
                     if isinstance(op, kind):
                         layout[op] = size
@@ -353,7 +382,7 @@ class CompiledProgram:
                 parts = [idx(u) for u in op.inputs]
                 out = np.concatenate(parts) if parts else np.zeros(0, _INDEX)
             else:
-                assert isinstance(op, T.ThresholdOp | T.KvReadOp)
+                assert isinstance(op, T.ThresholdOp | T.KvReadOp | T.MergeOp)
                 lo = layout[op]
                 out = np.arange(lo, lo + T.width_of(v), dtype=_INDEX)
             index[v] = out
@@ -371,7 +400,7 @@ class CompiledProgram:
                 raise _Uncompilable
             return int(group_bits[g])
 
-        self.steps: list[_Stage | _Access] = []
+        self.steps: list[_Stage | _Access | _Merge] = []
         for stage_ops in by_stage:
             thresholds = [op for op in stage_ops if isinstance(op, T.ThresholdOp)]
             if thresholds:
@@ -399,6 +428,9 @@ class CompiledProgram:
                         if T.width_of(op.result) != mem.n_width:
                             raise _Uncompilable
                     self.steps.append(access)
+                elif isinstance(op, T.MergeOp):
+                    self.steps.append(_Merge(layout[op], layout[op] + T.width_of(op.result),
+                                             [_view(idx(v)) for v in op.inputs]))
         self.outputs = [(op.output_name.data, _view(idx(op.value))) for op in ops
                         if isinstance(op, T.OutputOp)]
 
@@ -504,6 +536,9 @@ class CompiledProgram:
         new_state = {name: dict(rows) for name, rows in (state or {}).items()}
         for step in self.steps:
             if type(step) is _Stage:
+                step.run(buf)
+                continue
+            if type(step) is _Merge:
                 step.run(buf)
                 continue
             slot = None

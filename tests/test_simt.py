@@ -23,7 +23,7 @@ import sys
 import pytest
 from xdsl.utils.exceptions import VerifyException
 
-from conftest import EXAMPLES, REPO, example_dirs, on_random_programs
+from conftest import EXAMPLES, REPO, SHARED, example_dirs, on_random_programs
 from qgc import driver
 from qgc.cli import main
 from qgc.diagnostics import QgcError
@@ -406,14 +406,18 @@ def test_cli_stats_at_the_simt_level(capsys):
     assert "step program 'vector_add_step' (tensor level)" in out
 
 
-def test_cli_stats_when_the_layers_do_not_fit(capsys):
+def test_cli_stats_when_the_layers_do_not_fit(capsys, tmp_path):
     """The machine's resources stand; one line says which limit of the layers
-    the tensor level exceeds, by how much."""
-    assert main([str(EXAMPLES / "branchy" / "branchy.ptx"), "--stats"]) == 0
+    the tensor level exceeds, by how much (here a config half as wide as 2B)."""
+    config = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
+    config["hidden_size"] = 1024
+    (tmp_path / "narrow.json").write_text(json.dumps(config))
+    assert main([str(EXAMPLES / "branchy" / "branchy.ptx"), "--stats",
+                 "--base-config", str(tmp_path / "narrow.json")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert re.match(r"qgc info: kernel 'branchy' \(simt level\): \d+ blocks of 64", out[1])
     assert re.match(r"qgc info: no layer schedule: error: tensor program 'branchy_step' needs "
-                    r"\d+ residual coordinates .*the layers have hidden 2048 \(option hidden\)",
+                    r"\d+ residual coordinates .*the layers have hidden 1024 \(option hidden\)",
                     out[-1]), out[-1]
     assert not any("need the tensor stage" in line for line in out)
 

@@ -74,9 +74,8 @@ def bit_counts(program: T.ProgramOp) -> tuple[int, int]:
     for op in program.ops():
         if isinstance(op, T.InputOp | T.KvReadOp | T.ThresholdOp):
             birth = T.birth_half(op)
-            start = birth if isinstance(op, T.ThresholdOp) else -1
             for c in T.coords_of(op.coords.get_values()):  # type: ignore[union-attr]
-                intervals.append((start, max(reads.get((op, c), birth), birth + 1)))
+                intervals.append((birth, max(reads.get((op, c), birth), birth + 1)))
                 total += 1
     return peak_live(intervals), total
 
@@ -116,6 +115,8 @@ def test_chain_fits_only_with_reuse(chain):
             for c in op.overwritten_coords()}
     assert set(reads) & over, "no threshold overwrites a kv_read coordinate"
     assert inputs & over, "no threshold overwrites an input coordinate"
+    cleared = {c for op in chain.ops() if isinstance(op, T.ClearOp) for c in op.cleared_coords()}
+    assert set(reads) <= cleared, "the read does not land on cleared coordinates"
     for op in chain.ops():
         if isinstance(op, T.ThresholdOp):
             assert op.neuron_count() == op.gadget_neuron_count() + len(op.overwritten_coords())
@@ -210,7 +211,8 @@ def test_chain_stock(compiled, dtype):
 
 def small_scheduled() -> T.ProgramOp:
     """%b and %a's second bit are read only by %and in mlp 0, which overwrites
-    the lowest two of them; %x (mlp 1) reads %a's first bit and overwrites it."""
+    the lowest two of them; %x (mlp 1) overwrites the key, the bit that died
+    first (read last by the memory in attn 1)."""
     bld = T.ProgramBuilder("p")
     a, b = bld.input("a", 2), bld.input("b", 2)
     k = bld.input("key", 1)
@@ -233,9 +235,9 @@ def ops_of(program):
 
 def test_small_schedule_reuses():
     program = small_scheduled()
-    (and_, x), (a, b, _), (r,) = ops_of(program)
+    (and_, x), (a, b, key), (r,) = ops_of(program)
     assert coords(and_) == {max(coords(a)), min(coords(b))} == set(and_.overwritten_coords())
-    assert coords(x) == {min(coords(a))} == set(x.overwritten_coords())
+    assert coords(x) == coords(key) == set(x.overwritten_coords())
     assert and_.neuron_count() == 4 and x.neuron_count() == 3
     compile_program(program, small_config(hidden_size=64, intermediate_size=8))
 

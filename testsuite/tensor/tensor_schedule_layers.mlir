@@ -23,8 +23,10 @@ builtin.module {
 }
 
 // %b and %a's second bit (which %x does not read) are last read by %and in mlp 0,
-// so %and overwrites the lowest two of them there (two copy neurons); %x
-// overwrites %a's first coordinate, which it reads itself.
+// so %and overwrites the lowest two of them there (two copy neurons); %b's
+// second bit, also dead after mlp 0, is cleared there (a clear neuron) for the
+// read in attn 1, which writes onto −1; %x overwrites %and's first bit, dead
+// since the kv_write read it in attn 1.
 // CHECK:      tensor.program @p layers 2 hidden 64 intermediate 8 heads 1 {
 // CHECK-NEXT:   %a = tensor.input "a" coords [1, 3) : !tensor.bits<2>
 // CHECK-NEXT:   %b = tensor.input "b" coords [3, 5) : !tensor.bits<2>
@@ -32,16 +34,18 @@ builtin.module {
 // CHECK-NEXT:   %and = tensor.threshold %a, %b [{0 = 1, 2 = 1} >= 2, {1 = 1, 3 = 1} >= 2] at layer 0 mlp neurons [1, 5) coords [2, 4) overwrites [2, 4) : !tensor.bits<2>, !tensor.bits<2> -> !tensor.bits<2>
 // CHECK-NEXT:   tensor.memory @m slots 4 width 2 at layer 1 attn head 0
 // CHECK-NEXT:   tensor.kv_write @m[binary %k], %and at layer 1 attn head 0 : !tensor.bits<2>, !tensor.bits<2>
-// CHECK-NEXT:   %r = tensor.kv_read @m[binary %k] at layer 1 attn head 0 coords [7, 9) : !tensor.bits<2> -> !tensor.bits<2>
-// CHECK-NEXT:   %x = tensor.threshold %r, %a [{0 = 1, 1 = 1, 2 = 1} >= 2] at layer 1 mlp neurons [1, 4) coords [1, 2) overwrites [1, 2) : !tensor.bits<2>, !tensor.bits<2> -> !tensor.bits<1>
+// CHECK-NEXT:   %r = tensor.kv_read @m[binary %k] at layer 1 attn head 0 coords [4, 5) [7, 8) : !tensor.bits<2> -> !tensor.bits<2>
+// CHECK-NEXT:   %x = tensor.threshold %r, %a [{0 = 1, 1 = 1, 2 = 1} >= 2] at layer 1 mlp neurons [1, 4) coords [2, 3) overwrites [2, 3) : !tensor.bits<2>, !tensor.bits<2> -> !tensor.bits<1>
 // CHECK-NEXT:   tensor.output "x" %x : !tensor.bits<1>
-// CHECK-NEXT:   tensor.pad 9 = 63
-// CHECK-NEXT:   tensor.pad 10 = 7
-// CHECK-NEXT:   tensor.pad 11 = 2
+// CHECK-NEXT:   tensor.clear at layer 0 mlp neurons [5, 6) coords [4, 5)
+// CHECK-NEXT:   tensor.pad 8 = 63
+// CHECK-NEXT:   tensor.pad 9 = 7
+// CHECK-NEXT:   tensor.pad 10 = 2
+// CHECK-NEXT:   tensor.pad 11 = 1
 // CHECK-NEXT:   tensor.pad 12 = 1
 // CHECK-NEXT:   tensor.pad 13 = 1
 // CHECK-NEXT: }
 
-// HIDDEN:  error: tensor program 'p' needs 14 residual coordinates (9 for the flag and bits, of which at most 8 bits live at once, 5 pads), the layers have hidden 10 (option hidden)
+// HIDDEN:  error: tensor program 'p' needs 11 residual coordinates (8 for the flag and bits, of which at most 6 bits live at once, 3 pads), the layers have hidden 10 (option hidden)
 // NEURONS: error: tensor program 'p' has a tensor.threshold of 2 neurons; an MLP half has 2 including the constant neuron (option intermediate)
 // HEADS:   error: tensor program 'p' needs a linear-attention head for memory @m; the layers have none (option heads)

@@ -1,9 +1,11 @@
-// Coordinate reuse: a threshold output takes the lowest coordinate whose bit is
-// dead by its half (last read there or earlier, and not an output), marked
-// `overwrites` and paid for with one copy neuron each; without neurons to spare
-// it falls back to a fresh coordinate (which the embedding sets to −1, so no
-// write changes a token's energy and the pads stay constant). kv_read results
-// and inputs always start on fresh coordinates.
+// Coordinate reuse: a threshold output takes a coordinate whose bit is dead by
+// its half (last read there or earlier, and not an output), the one that died
+// first, marked `overwrites` and paid for with one copy neuron each (or cleared
+// by a `tensor.clear` in an earlier MLP half with a neuron to spare); else a
+// fresh coordinate, which the embedding sets to −1, so no write changes a
+// token's energy and the pads stay constant. Each threshold keeps one neuron
+// per output bit of its half in reserve for those copies: it goes to a later
+// half rather than fill one without them.
 // RUN: qgc-opt %s -p 'tensor-schedule-layers{hidden=64 intermediate=6 heads=1}' | filecheck %s
 // RUN: qgc-opt %s -p 'tensor-schedule-layers{hidden=64 intermediate=6 heads=1}' | qgc-opt | filecheck %s
 // RUN: qgc-opt %s -p 'tensor-schedule-layers{hidden=64 intermediate=6 heads=1}' --print-op-generic | qgc-opt | filecheck %s
@@ -26,20 +28,20 @@ builtin.module {
   }
 }
 
-// %r is read only by layer 0's MLP: %o and %p overwrite its coordinates there,
-// until the half's 6 neurons are spent (constant + 3 gadget + 2 copy neurons),
-// so %p's second bit is fresh (coordinate 7, −1 until written). %t overwrites the input %c,
-// which it reads itself; %o (read by %t in mlp 1) and the outputs stay put.
-// CHECK:      tensor.program @q layers 2 hidden 64 intermediate 6 heads 1 {
+// %o (1 gadget neuron + 1 in reserve) fills layer 0's MLP with the constant
+// neuron beside %p's 2 + 2, so %p goes to layer 1: %r is still read there, %o
+// takes the fresh coordinate 7. %p overwrites %r's coordinates in layer 1 (its
+// own reads), %t the input %c (its own read) in layer 2; the outputs stay put.
+// CHECK:      tensor.program @q layers 3 hidden 64 intermediate 6 heads 1 {
 // CHECK-NEXT:   %a = tensor.input "a" coords [1, 3) : !tensor.bits<2>
 // CHECK-NEXT:   %k = tensor.input "k" coords [3, 4) : !tensor.bits<1>
 // CHECK-NEXT:   %c = tensor.input "c" coords [4, 5) : !tensor.bits<1>
 // CHECK-NEXT:   tensor.memory @m slots 2 width 2 at layer 0 attn head 0
 // CHECK-NEXT:   tensor.kv_write @m[binary %k], %a at layer 0 attn head 0 : !tensor.bits<1>, !tensor.bits<2>
 // CHECK-NEXT:   %r = tensor.kv_read @m[binary %k] at layer 0 attn head 0 coords [5, 7) : !tensor.bits<1> -> !tensor.bits<2>
-// CHECK-NEXT:   %o = tensor.threshold %r [{0 = 1, 1 = 1} >= 2] at layer 0 mlp neurons [1, 3) coords [5, 6) overwrites [5, 6) : !tensor.bits<2> -> !tensor.bits<1>
-// CHECK-NEXT:   %p = tensor.threshold %r [{0 = 1, 1 = 1} >= 1, {0 = 1} >= 1] at layer 0 mlp neurons [3, 6) coords [6, 8) overwrites [6, 7) : !tensor.bits<2> -> !tensor.bits<2>
-// CHECK-NEXT:   %t = tensor.threshold %c, %o [{0 = 1, 1 = 1} >= 1] at layer 1 mlp neurons [1, 3) coords [4, 5) overwrites [4, 5) : !tensor.bits<1>, !tensor.bits<1> -> !tensor.bits<1>
+// CHECK-NEXT:   %o = tensor.threshold %r [{0 = 1, 1 = 1} >= 2] at layer 0 mlp neurons [1, 2) coords [7, 8) : !tensor.bits<2> -> !tensor.bits<1>
+// CHECK-NEXT:   %p = tensor.threshold %r [{0 = 1, 1 = 1} >= 1, {0 = 1} >= 1] at layer 1 mlp neurons [1, 5) coords [5, 7) overwrites [5, 7) : !tensor.bits<2> -> !tensor.bits<2>
+// CHECK-NEXT:   %t = tensor.threshold %c, %o [{0 = 1, 1 = 1} >= 1] at layer 2 mlp neurons [1, 3) coords [4, 5) overwrites [4, 5) : !tensor.bits<1>, !tensor.bits<1> -> !tensor.bits<1>
 // CHECK:        tensor.pad 8 = 63
 // CHECK-NOT:    ->
 // CHECK:      }
