@@ -941,6 +941,9 @@ class MergeOp(TensorOp):
             if len(list(v.uses)) != 1:
                 raise VerifyException("a read that tensor.merge takes has no other use (it "
                                       "shares the merge's coordinates)")
+        if len({r.group_index for r in self.reads()}) > 1:
+            raise VerifyException("the reads of a tensor.merge belong to one group (or none): "
+                                  "they share coordinates")
         placed = [_coords_prop(r) for r in self.reads()]
         if any(c != placed[0] for c in placed):
             raise VerifyException("the reads of a tensor.merge are placed on the same "
@@ -1547,7 +1550,34 @@ class ProgramOp(IRDLOperation):
                         mem.head is None or op.head.value.data != mem.head.value.data:
                     raise VerifyException(f"tensor.kv_write of @{mem.memory_name} is not "
                                           "placed on its memory's layer and head")
+        self._verify_dataflow()
         self._verify_lifetimes(bit_coords, clears)
+
+    def _verify_dataflow(self) -> None:
+        """Every bit an op reads is ready before its half: after the half of
+        its producer (views look through; a merge's bits after its last
+        read). A threshold reads only the bits its rows name."""
+        ready: dict[SSAValue, list[int]] = {}
+        for op in self.body.block.ops:
+            if isinstance(op, ThresholdOp | KvReadOp | KvWriteOp):
+                h = half_index(op)
+                flat = [r for v in op.operands for r in ready.get(v, [])]
+                used = op.read_bits() if isinstance(op, ThresholdOp) else range(len(flat))
+                late = max((flat[i] for i in used if i < len(flat)), default=-1)
+                if late >= h:
+                    raise VerifyException(f"{op.name} in half {h} reads a bit ready only "
+                                          f"after half {late}")
+            if isinstance(op, InputOp):
+                ready[op.result] = [-1] * width_of(op.result)
+            elif isinstance(op, ThresholdOp | KvReadOp):
+                ready[op.result] = [half_index(op)] * width_of(op.result)
+            elif isinstance(op, SliceOp):
+                ready[op.result] = ready[op.input][op.lo.value.data:op.hi.value.data]
+            elif isinstance(op, ConcatOp):
+                ready[op.result] = [r for v in op.inputs for r in ready[v]]
+            elif isinstance(op, MergeOp):
+                last = max(half_index(r) for r in op.reads())
+                ready[op.result] = [last] * width_of(op.result)
 
     def _verify_lifetimes(self, bit_coords: dict[int, list[tuple[Operation, str]]],
                           clears: dict[int, list[ClearOp]]) -> None:
@@ -1561,27 +1591,38 @@ class ProgramOp(IRDLOperation):
         earlier than that last read. An output is never overwritten, an input
         is the first holder, and a clear clears dead bits only."""
         reads = bit_reads(self)
+        keys = lambda op: [(op, c) for c in _coords_prop(op) or []]  # noqa: E731
+        exposed = exposed_bits(self, keys)
         for c in bit_coords.keys() | clears.keys():
             holders, cs = bit_coords.get(c, []), clears.get(c, [])
-            timed = sorted([(birth_half(op), 1, op, who) for op, who in holders]
+            # (half, kind, op, who, view): a bit read outside its group as it is
+            # holds the coordinate in every view
+            timed = sorted([(birth_half(op), 1, op, who,
+                             None if (op, c) in exposed else getattr(op, "group_index", None))
+                            for op, who in holders]
                            + [(half_index(op), 0, op, f"tensor.clear of layer "
-                               f"{op.placed_layer}") for op in cs], key=lambda t: t[:2])
+                               f"{op.placed_layer}", op.group_index) for op in cs],
+                           key=lambda t: t[:2])
             if isinstance(timed[0][2], ThresholdOp) and c in timed[0][2].overwritten_coords():
                 raise VerifyException(f"{timed[0][3]} overwrites coordinate {c}, which holds "
                                       "no earlier bit")
-            groups = {getattr(t[2], "group_index", None) for t in timed}
-            for view in groups | {None}:
-                self._verify_view(c, [t for t in timed
-                                      if getattr(t[2], "group_index", None) in (None, view)],
-                                  reads)
+            for view in {t[4] for t in timed} | {None}:
+                self._verify_view(c, [t[:4] for t in timed if t[4] in (None, view)], reads,
+                                  view)
 
     @staticmethod
-    def _verify_view(c: int, timed: list, reads: dict[tuple[Operation, int], int]) -> None:
-        """One view's holders and clears of coordinate c, in time order."""
+    def _verify_view(c: int, timed: list, reads: dict[tuple[Operation, int], int],
+                     view: int | None) -> None:
+        """One view's holders and clears of coordinate c, in time order (a
+        grouped threshold's copy neurons act in its group's view only)."""
         held = None                   # (birth, op, who) of the bit there, cleared: None
         last_bit = None
+        cleared_at = None             # the half of the last clear
         for when, is_bit, op, who in timed:
             if not is_bit:
+                if cleared_at == when:
+                    raise VerifyException(f"{who} clears coordinate {c} twice in half {when}")
+                cleared_at = when
                 if held is None and last_bit is None:
                     continue          # nothing there in this view: a no-op
                 if held is not None:
@@ -1596,7 +1637,8 @@ class ProgramOp(IRDLOperation):
             if held is not None:
                 b0, op0, who0 = held
                 if b0 == when or not isinstance(op, ThresholdOp) or \
-                        c not in op.overwritten_coords():
+                        c not in op.overwritten_coords() or \
+                        op.group_index not in (None, view):
                     raise VerifyException(f"{who} and {who0} share coordinate {c}")
                 last = reads.get((op0, c), b0)
                 if last > when:
@@ -1605,6 +1647,10 @@ class ProgramOp(IRDLOperation):
                                           f"but {who0} is read there until {until}")
             elif isinstance(op, InputOp) and last_bit is not None:
                 raise VerifyException(f"{who} and {last_bit} share coordinate {c}")
+            elif cleared_at == when and isinstance(op, ThresholdOp) and \
+                    c in op.overwritten_coords():
+                raise VerifyException(f"{who} overwrites coordinate {c}, which a clear resets "
+                                      f"in the same half {when}")
             held = (when, op, who)
             last_bit = who
 
@@ -1626,22 +1672,84 @@ def birth_half(op: Operation) -> int:
 
 def bit_reads(program: ProgramOp) -> dict[tuple[Operation, int], int]:
     """The last half that reads each (producing op, coordinate) of a scheduled
-    program: a threshold and a memory access read at their half's input, an
-    output at the end; slices and concats are views."""
-    src: dict[SSAValue, list[tuple[Operation, int]]] = {}
-    last: dict[tuple[Operation, int], int] = {}
+    program (`last_reads`)."""
+    return last_reads(program, lambda op: [(op, c) for c in _coords_prop(op) or []])
+
+
+def last_reads(program: ProgramOp, keys) -> dict:
+    """The last half that reads each bit, bits named by `keys(op)` for the
+    inputs, thresholds and reads: a threshold and a memory access read at
+    their half's input (slices and concats are views), an output at the end;
+    the `groups` input lives to the end (grouped ops, clears too, are gated
+    on it); a merge's bits live on its first read's coordinates until its
+    last read has written them (one half after it)."""
+    src: dict[SSAValue, list] = {}
+    last: dict = {}
     for op in program.body.block.ops:
         if isinstance(op, InputOp | ThresholdOp | KvReadOp):
-            src[op.result] = [(op, c) for c in _coords_prop(op) or []]
+            src[op.result] = keys(op)
+            if isinstance(op, InputOp) and op.input_name.data == program.groups_input:
+                last.update((b, LIVE_TO_END) for b in src[op.result])
         elif isinstance(op, SliceOp):
             src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
         elif isinstance(op, ConcatOp):
             src[op.result] = [b for v in op.inputs for b in src[v]]
         elif isinstance(op, MergeOp):
             src[op.result] = src[op.first_read().result]
+            if all(r.placed_layer is not None for r in op.reads()):
+                written = max(half_index(r) for r in op.reads()) + 1
+                for b in src[op.result]:
+                    last[b] = max(last.get(b, written), written)
         for b, half in read_points(op, src):
             last[b] = max(last.get(b, half), half)
     return last
+
+
+def exposed_bits(program: ProgramOp, keys) -> set:
+    """Grouped bits something outside their group reads as they are (an
+    output, a memory access, a threshold part not gated by the group's bit):
+    it must see them zero while the group does not run, so they take
+    coordinates that hold −1 in every view. A part is gated when it cannot
+    reach its threshold without the group's bit."""
+    src: dict[SSAValue, list] = {}
+    group_of: dict = {}
+    gate: list = []
+    exposed: set = set()
+    for op in program.body.block.ops:
+        if isinstance(op, InputOp | ThresholdOp | KvReadOp):
+            src[op.result] = keys(op)
+            g = getattr(op, "group_index", None)
+            group_of.update((b, g) for b in src[op.result])
+            if isinstance(op, InputOp) and op.input_name.data == program.groups_input:
+                gate = src[op.result]
+        elif isinstance(op, SliceOp):
+            src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
+        elif isinstance(op, ConcatOp | MergeOp):
+            src[op.result] = [b for v in op.inputs for b in src[v]] \
+                if isinstance(op, ConcatOp) else src[op.first_read().result]
+        if isinstance(op, OutputOp | KvWriteOp | KvReadOp):
+            mine = getattr(op, "group_index", None)
+            exposed.update(b for v in op.operands for b in src[v]
+                           if group_of.get(b) is not None and group_of[b] != mine)
+        elif isinstance(op, ThresholdOp):
+            mine = op.group_index
+            flat = [b for v in op.inputs for b in src[v]]
+            for row in op.row_list():
+                for _, part in row.parts:
+                    for i, _w in part.terms:
+                        g = group_of.get(flat[i])
+                        if g is not None and g != mine and not _gated(part, flat, gate, g):
+                            exposed.add(flat[i])
+    return exposed
+
+
+def _gated(part: ThresholdRow, flat: list, gate: list, g: int) -> bool:
+    """Whether the part needs group bit g set to reach its threshold."""
+    if g >= len(gate):
+        return False
+    w = sum(w for i, w in part.terms if flat[i] == gate[g])
+    rest = sum(w for i, w in part.terms if flat[i] != gate[g] and w > 0)
+    return w > 0 and rest < part.threshold
 
 
 def merge_of(op: Operation) -> MergeOp | None:

@@ -54,7 +54,6 @@ WORD = 32
 SLOTS = 127                    # rows of a memory head (slot 127 keeps the query exact)
 KEY_BITS = 7
 WARP_KEY_BITS = 3
-REC_BITS = 1 + P.ADDRESS_BITS + WORD   # valid, address, value
 END_BITS = P.BLOCK_BITS + 2            # next block, exited, barrier
 MAX_WARPS = 8
 PREDS = 8                              # predicate bits per lane in the `preds` word
@@ -816,23 +815,22 @@ class Lowering:
                               self.const(P.LAUNCH_AREA >> 7, P.ADDRESS_BITS - 7)])
 
     def outbox(self, step_records: list[list[_Record]], control: list[_Record]) -> None:
-        """The step's records, one one-slot memory each (an `EXEC` token writes
-        them all), their valid bits side by side in `outbox_valid`. Every
-        token reads the valid bits and, from them, the one record it needs
-        (`tensor.merge` of the R reads, on one set of coordinates): the current
-        record on `A` and lower `D` tokens (its next byte), the first valid
-        one after it on `EXEC` and top `D` tokens (its address)."""
+        """The step's records, which an `EXEC` token writes and the tokens after
+        it read: per record a one-slot memory of its value and one of its
+        address, their valid bits side by side in `outbox_valid`. Reads give
+        only what a token needs, each the merge (`tensor.merge`, one set of
+        coordinates) of R reads: the current record's value on `A` and lower
+        `D` tokens (its next byte), the address of the first valid record
+        after it on `EXEC` and top `D` tokens. Values, addresses and valid
+        bits are kept apart because they are known at different depths (a
+        control word's valid bit last), and a memory's read waits for its key
+        and its write for its value: the values, read by an early key, are
+        written as soon as they are known rather than held for the rest."""
         b, R = self.b, self.vocab.records
         invalid = _Record(self.const(0, 1), self.const(0, P.ADDRESS_BITS), self.const(0, WORD))
-        rows, valid_now = [], []
-        for k in range(R):
-            chosen = [(recs + control)[k] if k < len(recs + control) else invalid
-                      for recs in step_records]
-            # the valid bits apart: they are often known long before the values,
-            # and the record reads wait for them (`sel`), the writes for the values
-            valid_now.append(self.by_block([r.valid for r in chosen]))
-            rows.append(b.concat([valid_now[-1], self.by_block(
-                [b.concat([r.address, r.value]) for r in chosen])]))
+        chosen = [[(recs + control)[k] if k < len(recs + control) else invalid
+                   for recs in step_records] for k in range(R)]
+        valid_now = [self.by_block([r.valid for r in rs]) for rs in chosen]
         valid = []
         width = T.MAX_MEMORY_WIDTH
         for lo in range(0, R, width):
@@ -841,23 +839,23 @@ class Lowering:
             b.kv_write(name, "onehot", self.bit("is_exec"), b.concat(valid_now[lo:lo + width]))
             valid.append(b.kv_read(name, "onehot", self.bit("reads_outbox")))
         self.pick_record(b.concat(valid))
-        reads = []
-        for k, row in enumerate(rows):
-            name = f"outbox_{k}"
-            b.memory(name, 1, REC_BITS)
-            b.kv_write(name, "onehot", self.bit("is_exec"), row)
-            reads.append(b.kv_read(name, "onehot", b.slice(self.sel, k, k + 1)))
-        record = b.merge(reads)
-        self.rec_addr = b.slice(record, 1, 1 + P.ADDRESS_BITS)
-        self.rec_value = b.slice(record, 1 + P.ADDRESS_BITS, REC_BITS)
+        values, addresses = [], []
+        for k, rs in enumerate(chosen):
+            for name, field, key, out in ((f"outbox_{k}", "value", self.cur, values),
+                                          (f"outbox_a{k}", "address", self.first, addresses)):
+                per_block = [getattr(r, field) for r in rs]
+                b.memory(name, 1, T.width_of(per_block[0]))
+                b.kv_write(name, "onehot", self.bit("is_exec"), self.by_block(per_block))
+                out.append(b.kv_read(name, "onehot", b.slice(key, k, k + 1)))
+        self.rec_value, self.rec_addr = b.merge(values), b.merge(addresses)
         b.memory("outbox_end", 1, END_BITS)
         b.kv_write("outbox_end", "onehot", self.bit("is_exec"), self.end_row)
         self.end = b.kv_read("outbox_end", "onehot", self.bit("reads_outbox"))
 
     def pick_record(self, valid: SSAValue) -> None:
-        """`cur`: the record this token belongs to (one-hot, zero on `EXEC`);
-        `first`: the first valid record after it (`EXEC` and top `D` tokens);
-        `sel`: the record to read, `cur` but on those tokens `first`."""
+        """`cur`: the record this token belongs to (one-hot; zero on `EXEC`);
+        `first`: the first valid record after it on `EXEC` (all) and top `D`
+        tokens, zero on others."""
         b, R = self.b, self.vocab.records
         is_exec, is_top = self.bit("is_exec"), self.bit("is_top")
         cur_in = b.concat([self.inp["rec_k"], self.staged_k])
@@ -865,13 +863,9 @@ class Lowering:
         after = b.threshold([is_exec, is_top, self.cur],
                             [({0: 2, 1: 1} | {2 + m: 1 for m in range(k)}, 2) for k in range(R)])
         cand = b.threshold([after, valid], [({k: 1, R + k: 1}, 2) for k in range(R)])
-        first_rows = [({k: 1} | {m: -1 for m in range(k)}, 1) for k in range(R)]
-        self.first = b.threshold([cand], first_rows)
+        self.first = b.threshold([cand], [({k: 1} | {m: -1 for m in range(k)}, 1)
+                                          for k in range(R)])
         self.found = self.any_of([b.slice(cand, k, k + 1) for k in range(R)])
-        # sel_k = cur_k on A and lower D tokens, + first_k (zero there): two parts
-        self.sel = b.threshold([self.cur, cand, is_top, is_exec], [
-            [(1, {k: 1, 2 * R: -1, 2 * R + 1: -1}, 1),
-             (1, {R + k: 1} | {R + m: -1 for m in range(k)}, 1)] for k in range(R)])
 
     def next_token(self) -> None:
         b, N = self.b, len(self.blocks)

@@ -3,32 +3,31 @@
 
 The layer stack is a sequence of halves `attn 0, mlp 0, attn 1, mlp 1, ...`;
 every value is ready after the half that produces it (program inputs before
-the first). List scheduling, in dataflow order, each unit as early as its
-operands and the half's resources allow:
+the first). Three steps, each about the residual width (every bit alive at
+once takes a coordinate, and there are `hidden`):
 
-- a `tensor.threshold` goes to the first MLP half after all its operands,
-  whose neurons (`intermediate`, neuron 0 being the constant neuron) still
-  hold its gadgets;
-- a `tensor.memory` with its `kv_write` and `kv_read` goes to the first
-  attention half after all their operands (key, value, query, enables) that
-  has a free head (`heads`); the read's bits are ready after that half, so an
-  MLP of the same layer may consume them.
+1. list scheduling half by half (`_Placement`): the units whose operands are
+   ready (a `tensor.threshold`; a `tensor.memory` with its `kv_write` and
+   `kv_read`), highest first, while the half has neurons (each threshold
+   with one per output bit in reserve for its copy neurons, a share kept for
+   clears) or a head, and while the bits live across the half stay within
+   the budget in every view; a read's bits are ready for the MLP of the same
+   layer;
+2. sinking (`_Sinking`): units move later where that frees coordinates;
+3. coordinates along lifetimes (`_Coordinates`): coordinate 0 is the flag,
+   then the inputs, then the reads and thresholds in time order, each bit on
+   a coordinate that holds −1 where it is written in every view it appears in
+   (never used there, or its dead bit reset by a clear neuron in time: a
+   `tensor.clear` op, or the threshold's own copy neuron, `overwrites`), else
+   a fresh one, which the embedding sets to −1, so that no write changes a
+   token's energy. Last the constant pads (`tensor.pad`) fill `sum(h²)` up to
+   `64·hidden` (one unit per bit coordinate is used) so every RMSNorm scale
+   is exactly 1/8.
 
-Residual coordinates are then allocated along lifetimes: coordinate 0 is
-the flag, then fresh coordinates for the inputs and the kv_read results
-(which hold −1 until their layer writes them). A bit is dead after the last
-half that reads it (a threshold or memory access in half h reads at h's
-input; outputs live to the end). Threshold outputs, in time order, take the
-lowest coordinate whose bit exists before their half and is dead by it
-(marked `overwrites`: one copy neuron each, while the half has neurons
-left), else a fresh one, which the embedding sets to −1 (bit 0), so that
-writing it moves ±1 to ±1 like an overwrite: no write changes a token's
-energy. Last the constant pads (`tensor.pad`) fill `sum(h²)` up to
-`64·hidden` (one unit per bit coordinate is used) so every RMSNorm scale is
-exactly 1/8. Running out of coordinates (the message
-counts the peak of live bits), neurons or heads is an error that names the
-limit and the amount.
-"""
+A view is the tokens on which one group runs (they see the ungrouped bits
+and that group's) or none does. Running out of coordinates (the message
+counts the peak of live bits in the fullest view), neurons or heads is an
+error that names the limit and the amount."""
 
 from __future__ import annotations
 
@@ -166,71 +165,32 @@ def _in_dependency_order(program: T.ProgramOp, units: list[_Unit]):
 
 def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -> None:
     strip_schedule(program)
-    ready: dict[SSAValue, int] = {}
-    for op in program.ops():
-        if isinstance(op, T.InputOp):
-            ready[op.result] = -1
-
-    def when(v: SSAValue) -> int:
-        """The half after which value v is ready (views: their latest bit)."""
-        if v not in ready:
-            op = v.owner
-            assert isinstance(op, T.SliceOp | T.ConcatOp | T.MergeOp), op
-            ready[v] = max((when(u) for u in op.operands), default=-1)
-        return ready[v]
-
-    res = _Resources()
-    last_half = 0
-    for unit in _in_dependency_order(program, _units(program)):
-        earliest = max((when(v) for v in unit.deps), default=-1) + 1
+    units = list(_in_dependency_order(program, _units(program)))
+    for unit in units:
         if unit.memory is None:
-            op = unit.ops[0]
-            assert isinstance(op, T.ThresholdOp)
-            need = op.gadget_neuron_count()
+            need = unit.ops[0].gadget_neuron_count()  # type: ignore[attr-defined]
             if need + 1 > intermediate:
                 raise _fail(program, f"has a tensor.threshold of {need} neurons; an MLP half "
                                      f"has {intermediate} including the constant neuron "
                                      "(option intermediate)")
-            # each output bit keeps a neuron of the half in reserve for its copy
-            # (or another bit's clear), while the op fits with them
-            spare = min(T.width_of(op.result), intermediate - 1 - need)
-            half = earliest if earliest % 2 else earliest + 1
-            while res.neurons.get(half, 1) + res.reserved.get(half, 0) + need + spare \
-                    > intermediate:
-                half += 2
-            lo = res.neurons.get(half, 1)
-            res.neurons[half] = lo + need
-            res.reserved[half] = res.reserved.get(half, 0) + spare
-            op.place(half // 2, "mlp")
-            op.properties["neurons"] = T._dense([lo, lo + need])
-            ready[op.result] = half
-        else:
-            if heads < 1:
-                raise _fail(program, "needs a linear-attention head for memory "
-                                     f"@{unit.memory.memory_name}; the layers have none "
-                                     "(option heads)")
-            half = earliest if earliest % 2 == 0 else earliest + 1
-            while res.heads.get(half, 0) >= heads:
-                half += 2
-            head = res.heads.get(half, 0)
-            res.heads[half] = head + 1
-            for op in unit.ops:
-                assert isinstance(op, T.PlacedOp)
-                op.place(half // 2, "attn")
-                op.properties["head"] = T._i64(head)
-                if isinstance(op, T.KvReadOp):
-                    ready[op.result] = half
-        last_half = max(last_half, half)
-    for op in program.ops():              # views nobody placed a unit after
-        for r in op.results:
-            if isinstance(op, T.SliceOp | T.ConcatOp | T.MergeOp):
-                when(r)
+        elif heads < 1:
+            raise _fail(program, "needs a linear-attention head for memory "
+                                 f"@{unit.memory.memory_name}; the layers have none "
+                                 "(option heads)")
+    res = _Resources()
+    placer = _Placement(program, units, res, intermediate, heads,
+                        budget=hidden - _COORDINATE_MARGIN)
+    last_half = placer.run()
+    sinking = _Sinking(program, units, res, intermediate, heads, last_half)
+    sinking.run()
+    sinking.renumber_heads()
 
     # ---------------------------------------------------------------- coordinates
     n_layers = last_half // 2 + 1
     spare = _Neurons(res.neurons, intermediate)
     coords = _Coordinates(program.group_bits(), spare)
     last = _last_reads(program)
+    exposed = T.exposed_bits(program, _bit_keys)
     intervals: list[tuple[int, int, int | None]] = []     # [birth, release), group of every bit
     for op in program.ops():
         if isinstance(op, T.InputOp):
@@ -253,12 +213,16 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
                 continue
             merged.add(merge)
             op = merge.first_read()
-        birth, g = T.half_index(op), op.group_index
+        birth, group = T.half_index(op), op.group_index
         taken, over = [], []
         for i in range(T.width_of(op.result)):
             release = _release(last, op, i)
+            g = None if (op.result, i) in exposed else group    # read as it is: every view
             c, clear_half = coords.take(g, birth, isinstance(op, T.ThresholdOp))
-            if clear_half == birth:
+            if clear_half == birth and g is None and group is not None:
+                # the copy neurons of a grouped op are gated: an ungrouped clear
+                coords.clears.setdefault((birth, None), []).append(c)
+            elif clear_half == birth:
                 over.append(c)            # the threshold's own copy neuron
             coords.hold(c, g, release)
             intervals.append((birth, release, g))
@@ -292,6 +256,323 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     program.set_limit("hidden", hidden)
     program.set_limit("intermediate", intermediate)
     program.set_limit("heads", heads)
+
+
+#: Coordinates the list scheduler leaves to the flag, the pads and the
+#: allocator's slack when it keeps the live bits under the hidden size.
+_COORDINATE_MARGIN = 40
+
+#: An MLP half keeps 1/16 of its neurons from the list scheduler, for the
+#: clears that let a later read (which writes onto −1) take a dead coordinate.
+_CLEAR_SHARE = 16
+
+
+def _neurons_fit(res: _Resources, op: Operation, half: int, intermediate: int) -> bool:
+    """Whether threshold `op` fits MLP half `half` with one neuron per output
+    bit in reserve for its copies, the half keeping a share for clears."""
+    need = op.gadget_neuron_count()  # type: ignore[attr-defined]
+    spare = min(T.width_of(op.results[0]), intermediate - 1 - need)
+    room = intermediate - min(intermediate // _CLEAR_SHARE, intermediate - 1 - need - spare)
+    return res.neurons.get(half, 1) + res.reserved.get(half, 0) + need + spare <= room
+
+
+class _Placement:
+    """List scheduling half by half (`attn 0, mlp 0, attn 1, ...`): in each
+    half, the units whose operands are ready, highest first (the longest chain
+    of units still to come after them, then program order), while the half
+    has neurons (each threshold with one per output bit in reserve for its
+    copies) or heads, and while the bits live across the half stay within the
+    budget of coordinates in every view (the ungrouped bits plus the fullest
+    group's). A unit that frees as many bits as it makes is always welcome;
+    when nothing could go for two halves running, the best candidate goes
+    anyway (the allocator then names the overflow)."""
+
+    def __init__(self, program: T.ProgramOp, units: list[_Unit], res: _Resources,
+                 intermediate: int, heads: int, budget: int) -> None:
+        self.units, self.res = units, res
+        self.intermediate, self.heads, self.budget = intermediate, heads, budget
+        unit_of = {op: i for i, u in enumerate(units) for op in u.ops}
+        src = _Sinking.roots(program, merged_first=True)
+        self.outs: list[list[tuple[SSAValue, int]]] = [[] for _ in units]
+        self.ins: list[set[tuple[SSAValue, int]]] = [set() for _ in units]
+        self.readers: dict[tuple[SSAValue, int], int] = {}
+        self.to_end: set[tuple[SSAValue, int]] = set()
+        producer: dict[SSAValue, int] = {}
+        for op in program.ops():
+            if isinstance(op, T.OutputOp):
+                self.to_end.update(src[op.value])
+            if op not in unit_of:
+                continue
+            i = unit_of[op]
+            if isinstance(op, T.ThresholdOp | T.KvReadOp):
+                producer[op.result] = i
+                self.outs[i] += [(op.result, k) for k in range(T.width_of(op.result))]
+            self.ins[i].update(_Sinking.bits_read(op, src))
+        self.preds: list[set[int]] = [set() for _ in units]
+        self.succs: list[set[int]] = [set() for _ in units]
+        for i, bits in enumerate(self.ins):
+            for v, _ in bits:
+                p = producer.get(v)
+                if p is not None and p != i:
+                    self.preds[i].add(p)
+                    self.succs[p].add(i)
+            for b in bits:
+                self.readers[b] = self.readers.get(b, 0) + 1
+        for i, u in enumerate(units):           # a merge's readers wait for all its reads
+            for op in u.ops:
+                merge = T.merge_of(op) if isinstance(op, T.KvReadOp) else None
+                if merge is not None:
+                    for r in merge.reads():
+                        j = unit_of[r.memory_op()]
+                        for c in self.succs[unit_of[merge.first_read().memory_op()]]:
+                            if c != j:
+                                self.preds[c].add(j)
+                                self.succs[j].add(c)
+        self.height = [0] * len(units)
+        for i in reversed(range(len(units))):   # units are in dependency order
+            self.height[i] = 1 + max((self.height[c] for c in self.succs[i]), default=0)
+        self.group = {b: getattr(b[0].owner, "group_index", None)
+                      for bits in self.outs for b in bits}
+
+    def run(self) -> int:
+        n = len(self.units)
+        half_of: list[int | None] = [None] * n
+        waiting = [len(p) for p in self.preds]
+        ready = {i for i in range(n) if waiting[i] == 0}
+        ready_at = {i: 0 for i in ready}
+        live: dict[int | None, int] = {None: 0}
+        left = dict(self.readers)
+        placed, h, stall, last = 0, 0, 0, 0
+        while placed < n:
+            is_mlp = h % 2 == 1
+            cands = sorted((i for i in ready if ready_at[i] <= h
+                            and (self.units[i].memory is None) == is_mlp),
+                           key=lambda i: (-self.height[i], i))
+            went = []
+            # units that free as many bits as they make first, then the others
+            deltas = {i: self._delta(i, left, is_mlp) for i in cands}
+            cands.sort(key=lambda i: sum(deltas[i].values()) > 0)
+            forced = min(cands, key=lambda i: (sum(deltas[i].values()), -self.height[i]),
+                         default=None) if stall >= 2 else None
+            for i in cands:
+                if not self._fits(i, h):
+                    continue
+                delta = self._delta(i, left, is_mlp)
+                if not (self._within(live, delta) or sum(delta.values()) <= 0 or i == forced):
+                    continue
+                self._place(i, h)
+                went.append(i)
+                for g, d in delta.items():
+                    live[g] = live.get(g, 0) + d
+                for b in self.ins[i]:
+                    left[b] -= 1
+            for i in went:
+                half_of[i] = h
+                ready.discard(i)
+                placed += 1
+                last = h
+                for c in self.succs[i]:
+                    waiting[c] -= 1
+                    if waiting[c] == 0:
+                        ready.add(c)
+                        ready_at[c] = max(half_of[p] for p in self.preds[c]) + 1  # type: ignore[type-var]
+            stall = 0 if went else stall + 1
+            if stall > 6:            # even an empty half takes none of them
+                raise ScheduleError(f"error: tensor-schedule-layers: {len(ready)} units cannot "
+                                    f"be placed in half {h} (neurons or heads)")
+            h += 1
+        return last
+
+    def _fits(self, i: int, h: int) -> bool:
+        unit = self.units[i]
+        if unit.memory is not None:
+            return self.res.heads.get(h, 0) < self.heads
+        return _neurons_fit(self.res, unit.ops[0], h, self.intermediate)
+
+    def _delta(self, i: int, left: dict, is_mlp: bool) -> dict[int | None, int]:
+        """Bits live across the half after placing unit i, per view: its
+        outputs more, the inputs it reads last fewer (an MLP writes over them in
+        the same half; a read only in the next, counted there as well)."""
+        delta: dict[int | None, int] = {}
+        for b in self.outs[i]:
+            g = self.group[b]
+            delta[g] = delta.get(g, 0) + 1
+        for b in self.ins[i]:
+            if left[b] == 1 and b not in self.to_end:
+                g = getattr(b[0].owner, "group_index", None)
+                delta[g] = delta.get(g, 0) - 1
+        return delta
+
+    def _within(self, live: dict[int | None, int], delta: dict[int | None, int]) -> bool:
+        shared = live.get(None, 0) + delta.get(None, 0)
+        groups = set(live) | set(delta)
+        groups.discard(None)
+        worst = max((live.get(g, 0) + delta.get(g, 0) for g in groups), default=0)
+        return shared + worst <= self.budget
+
+    def _place(self, i: int, h: int) -> None:
+        unit = self.units[i]
+        if unit.memory is None:
+            op = unit.ops[0]
+            need = op.gadget_neuron_count()  # type: ignore[attr-defined]
+            spare = min(T.width_of(op.results[0]), self.intermediate - 1 - need)
+            lo = self.res.neurons.get(h, 1)
+            self.res.neurons[h] = lo + need
+            self.res.reserved[h] = self.res.reserved.get(h, 0) + spare
+            op.place(h // 2, "mlp")  # type: ignore[attr-defined]
+            op.properties["neurons"] = T._dense([lo, lo + need])
+        else:
+            head = self.res.heads.get(h, 0)
+            self.res.heads[h] = head + 1
+            for op in unit.ops:
+                op.place(h // 2, "attn")  # type: ignore[attr-defined]
+                op.properties["head"] = T._i64(head)
+
+
+class _Sinking:
+    """After list scheduling (every unit as early as it can go), move units
+    later where that frees coordinates: a unit placed early holds its output
+    bits from its half to their last read, while its inputs may live on for
+    other readers anyway (a block's record values, read again by the pick of
+    the executing block's record; a register read long before its use). A
+    unit moves to the latest half before its first consumer (with room for
+    its neurons or a head) when, in every view, the output bits it stops
+    holding are at least the input bits it keeps alive longer (the inputs
+    nobody else reads that late), and in some view more. Consumers move
+    first (latest units first), so chains sink together. The layer count
+    stays."""
+
+    def __init__(self, program: T.ProgramOp, units: list[_Unit], res: _Resources,
+                 intermediate: int, heads: int, last_half: int) -> None:
+        self.program, self.units, self.res = program, units, res
+        self.intermediate, self.heads = intermediate, heads
+        self.end = 2 * (last_half // 2) + 1          # the last MLP half of the stack
+        self.unit_of: dict[Operation, int] = {op: i for i, u in enumerate(units) for op in u.ops}
+        self.half = [T.half_index(u.memory if u.memory is not None else u.ops[0])
+                     for u in units]
+        self.src = self.roots(program)
+        self.readers: dict[tuple[SSAValue, int], set[int]] = {}   # bit → reading units
+        self.to_end: set[tuple[SSAValue, int]] = set()           # bits outputs read
+        self.reads: list[set[tuple[SSAValue, int]]] = [set() for _ in units]
+        for op in program.ops():
+            if isinstance(op, T.OutputOp):
+                self.to_end.update(self.src[op.value])
+            elif op in self.unit_of:
+                i = self.unit_of[op]
+                bits = self.bits_read(op, self.src)
+                self.reads[i].update(bits)
+                for b in bits:
+                    self.readers.setdefault(b, set()).add(i)
+
+    @staticmethod
+    def roots(program: T.ProgramOp, merged_first: bool = False
+              ) -> dict[SSAValue, list[tuple[SSAValue, int]]]:
+        """Each value's bits as (producing result, index): views look through;
+        a merge's bits are all its reads' (or the first's: its coordinates)."""
+        src: dict[SSAValue, list[tuple[SSAValue, int]]] = {}
+        for op in program.ops():
+            if isinstance(op, T.InputOp | T.ThresholdOp | T.KvReadOp):
+                src[op.result] = [(op.result, i) for i in range(T.width_of(op.result))]
+            elif isinstance(op, T.SliceOp):
+                src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
+            elif isinstance(op, T.ConcatOp):
+                src[op.result] = [b for v in op.inputs for b in src[v]]
+            elif isinstance(op, T.MergeOp):
+                src[op.result] = src[op.inputs[0]] if merged_first else \
+                    [b for v in op.inputs for b in src[v]]
+        return src
+
+    @staticmethod
+    def bits_read(op: Operation, src) -> list[tuple[SSAValue, int]]:
+        if isinstance(op, T.ThresholdOp):
+            flat = [b for v in op.inputs for b in src[v]]
+            return [flat[i] for i in op.read_bits() if i < len(flat)]
+        return [b for v in op.operands for b in src[v]]
+
+    @staticmethod
+    def _group(value: SSAValue) -> int | None:
+        return getattr(value.owner, "group_index", None)
+
+    def run(self) -> None:
+        for i in sorted(range(len(self.units)), key=lambda i: -self.half[i]):
+            self._sink(i)
+
+    def _outputs(self, i: int) -> list[SSAValue]:
+        return [op.result for op in self.units[i].ops if isinstance(op, T.ThresholdOp | T.KvReadOp)]
+
+    def _sink(self, i: int) -> None:
+        unit, now = self.units[i], self.half[i]
+        outs = self._outputs(i)
+        if not outs or any(T.merge_of(v.owner) for v in outs if isinstance(v.owner, T.KvReadOp)):
+            return
+        bits = [(v, k) for v in outs for k in range(T.width_of(v))]
+        users = {u for b in bits for u in self.readers.get(b, ())}
+        if not users and not any(b in self.to_end for b in bits):
+            return
+        latest = min((self.half[u] - 1 for u in users), default=self.end)
+        parity = 0 if unit.memory is not None else 1
+        if latest % 2 != parity:
+            latest -= 1
+        new = latest
+        while new > now and not self._room(unit, new):
+            new -= 2
+        if new <= now or not self._worth(i, outs, new):
+            return
+        self._move(i, new)
+
+    def _room(self, unit: _Unit, half: int) -> bool:
+        if unit.memory is not None:
+            return self.res.heads.get(half, 0) < self.heads
+        return _neurons_fit(self.res, unit.ops[0], half, self.intermediate)
+
+    def _worth(self, i: int, outs: list[SSAValue], new: int) -> bool:
+        """Per view: the output bits freed ≥ the input bits kept alive longer."""
+        kept: dict[int | None, int] = {}
+        for b in self.reads[i]:
+            if b in self.to_end:
+                continue
+            others = [self.half[u] for u in self.readers.get(b, ()) if u != i]
+            if max(others, default=-2) >= new:
+                continue
+            g = self._group(b[0])
+            kept[g] = kept.get(g, 0) + 1
+        freed: dict[int | None, int] = {}
+        for v in outs:
+            g = self._group(v)
+            freed[g] = freed.get(g, 0) + T.width_of(v)
+        shared_kept, shared_freed = kept.pop(None, 0), freed.pop(None, 0)
+        groups = set(kept) | set(freed)
+        worst = [shared_freed + freed.get(g, 0) - shared_kept - kept.get(g, 0) for g in groups]
+        worst.append(shared_freed - shared_kept)
+        return min(worst) >= 0 and max(worst) > 0
+
+    def _move(self, i: int, new: int) -> None:
+        unit, old = self.units[i], self.half[i]
+        if unit.memory is None:
+            op = unit.ops[0]
+            need = op.gadget_neuron_count()
+            spare = min(T.width_of(op.result), self.intermediate - 1 - need)
+            self.res.neurons[old] -= need
+            self.res.reserved[old] -= spare
+            self.res.neurons[new] = self.res.neurons.get(new, 1) + need
+            self.res.reserved[new] = self.res.reserved.get(new, 0) + spare
+            op.place(new // 2, "mlp")
+        else:
+            self.res.heads[old] -= 1
+            self.res.heads[new] = self.res.heads.get(new, 0) + 1
+            for op in unit.ops:
+                op.place(new // 2, "attn")
+        self.half[i] = new
+
+    def renumber_heads(self) -> None:
+        """Heads 0, 1, ... in each attention half, in program order."""
+        count: dict[int, int] = {}
+        for u in self.units:
+            if u.memory is not None:
+                h = T.half_index(u.memory)
+                for op in u.ops:
+                    op.properties["head"] = T._i64(count.get(h, 0))
+                count[h] = count.get(h, 0) + 1
 
 
 def _release(last: dict[tuple[SSAValue, int], int], op: Operation, i: int) -> int:
@@ -415,23 +696,12 @@ class _Coordinates:
 
 
 def _last_reads(program: T.ProgramOp) -> dict[tuple[SSAValue, int], int]:
-    """The last half that reads each bit (value, index) of the program's
-    inputs, kv_read results and threshold results (slices and concats are
-    views); outputs read at `T.LIVE_TO_END`."""
-    src: dict[SSAValue, list[tuple[SSAValue, int]]] = {}
-    last: dict[tuple[SSAValue, int], int] = {}
-    for op in program.ops():
-        if isinstance(op, T.InputOp | T.ThresholdOp | T.KvReadOp):
-            src[op.result] = [(op.result, i) for i in range(T.width_of(op.result))]
-        elif isinstance(op, T.SliceOp):
-            src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
-        elif isinstance(op, T.ConcatOp):
-            src[op.result] = [b for v in op.inputs for b in src[v]]
-        elif isinstance(op, T.MergeOp):      # on the coordinates of the read placed first
-            src[op.result] = src[op.first_read().result]
-        for b, half in T.read_points(op, src):
-            last[b] = max(last.get(b, half), half)
-    return last
+    """The last half that reads each bit (value, index) (`T.last_reads`)."""
+    return T.last_reads(program, _bit_keys)
+
+
+def _bit_keys(op: Operation) -> list[tuple[SSAValue, int]]:
+    return [(op.results[0], i) for i in range(T.width_of(op.results[0]))]
 
 
 def peak_live(intervals) -> int:

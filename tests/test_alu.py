@@ -65,10 +65,10 @@ OPS = ["add", "add.cin", "sub", "mul_lo", "mad_lo", "and_", "or_", "xor", "not_"
        *(f"setp.{c}" for c in simt.SETP_CONDS)]
 
 
-def build(op: str, w: int) -> T.ProgramOp:
+def build(op: str, w: int, **alu_options) -> T.ProgramOp:
     b = T.ProgramBuilder(op.replace(".", "_"))
     x, y, z = b.input("x", w), b.input("y", w), b.input("z", w)
-    alu = Alu(b)
+    alu = Alu(b, **alu_options)
     p = b.slice(z, 0, 1)
     if op.startswith("setp."):
         out = alu.setp(op[5:], x, y)
@@ -203,22 +203,27 @@ def test_constant_operands_fold():
         assert not isinstance(owner, T.ThresholdOp) or not owner.gadget_neuron_count()
 
 
-def test_a_zero_factor_leaves_no_products():
+@pytest.mark.parametrize("narrow", [None, False, True])
+def test_a_zero_factor_leaves_no_products(narrow):
     """Regression (matmul4x4 at the tensor level): `mul_lo`/`mad_lo` with the
-    constant 0 as a factor build no partial products at all; x·0 is 0 and
-    x·0 + z is z, with no empty threshold."""
+    constant 0 as a factor build no partial products at all (wide or narrow);
+    x·0 is 0 and x·0 + z is z, with no empty threshold and no neuron."""
     b = T.ProgramBuilder("zero_factor")
-    alu = Alu(b)
+    alu = Alu(b, narrow=narrow)
     x, z = b.input("x", 32), b.input("z", 32)
     zero = alu.const(0, 32)
     b.output("mul", alu.mul_lo(x, zero))
     b.output("mad", alu.mad_lo(zero, x, z))
+    b.output("hi", alu.mul_hi(zero, x, True))
     program = b.program
     program.verify()
+    assert not any(op.gadget_neuron_count() for op in program.ops()
+                   if isinstance(op, T.ThresholdOp))
     for a, c in zip(EDGES, reversed(EDGES), strict=True):
         out, _ = run_tensor(program, {"x": to_bits(a, 32), "z": to_bits(c, 32)})
         assert from_bits(out["mul"]) == 0
         assert from_bits(out["mad"]) == c
+        assert from_bits(out["hi"]) == 0
 
 
 # ----------------------------------------------------------------- bit ops
@@ -274,10 +279,11 @@ def bit_op(alu: Alu, op: str, v: list):
     return getattr(alu, op)(*v)
 
 
-def build_bit_op(op: str, w: int, consts: dict[int, int] | None = None) -> T.ProgramOp:
+def build_bit_op(op: str, w: int, consts: dict[int, int] | None = None,
+                 **alu_options) -> T.ProgramOp:
     """The op over inputs x, y, ... (operand k the constant consts[k] if given)."""
     b = T.ProgramBuilder(op.replace(".", "_"))
-    alu = Alu(b)
+    alu = Alu(b, **alu_options)
     consts = consts or {}
     v = [alu.const(consts[k], w) if k in consts else b.input(NAMES[k], w)
          for k in range(BIT_OPS[op])]
@@ -401,7 +407,8 @@ def test_mul_hi_at_more_widths(w):
     cases = [(rng.randrange(1 << w), rng.randrange(1 << w)) for _ in range(30)]
     cases += [(m, m), (1 << (w - 1), 1 << (w - 1)), (m, 1), (1 << (w - 1), m)]
     for op in ("mul.hi.u", "mul.hi.s"):
-        check_bit_op(build_bit_op(op, w), op, w, cases)
+        for narrow in (False, True):
+            check_bit_op(build_bit_op(op, w, narrow=narrow), op, w, cases)
 
 
 def test_split_adder(monkeypatch):
@@ -422,7 +429,7 @@ def test_split_adder(monkeypatch):
     cases = [(rng.randrange(1 << w), rng.randrange(1 << w)) for _ in range(60)]
     cases += [((1 << w) - 1, (1 << w) - 1), (1 << (w - 1), 1 << (w - 1))]
     for op in ("mul.hi.u", "mul.hi.s"):
-        program = build_bit_op(op, w)
+        program = build_bit_op(op, w, narrow=False)       # the wide one's 2W-column adder
         check_bit_op(program, op, w, cases)
         assert layers_and_neurons(program)[0] == 6
 
@@ -463,14 +470,225 @@ def test_tighten_keeps_the_function(weights, const, t):
     assert all(abs(tight.terms[k]) <= abs(w) for k, w in form.terms.items())
 
 
+# ----------------------------------------------------------------- narrow multipliers
+
+MULS = ("mul_lo", "mad_lo", "mul.hi.u", "mul.hi.s")
+
+
+def build_mul(op: str, w: int, **alu_options) -> T.ProgramOp:
+    return build_bit_op(op, w, **alu_options) if op in BIT_OPS else build(op, w, **alu_options)
+
+
+def check_mul(program: T.ProgramOp, op: str, w: int, cases) -> None:
+    for a, b, c in cases:
+        want = bit_reference(op, w, a, b) if op in BIT_OPS else reference(op, w, a, b, c)
+        assert run_named(program, w, (a, b, c)) == want, (op, w, a, b, c)
+
+
+@pytest.mark.parametrize("op", MULS)
+def test_narrow_exhaustive_at_small_width(op):
+    """The digit-serial multipliers on every operand pair (mad: a third of the
+    addends too at W = 4): one further digit at W = 4, one digit per further
+    row (digit_bits 1) and pairs of rows at W = 5."""
+    for w, digit_bits in ((4, 4), (5, 1), (5, 2)):
+        thirds = range(0, 1 << w, 3) if op == "mad_lo" and w == 4 else [0, (1 << w) - 1, 5]
+        program = build_mul(op, w, narrow=True, digit_bits=digit_bits)
+        check_mul(program, op, w, itertools.product(range(1 << w), range(1 << w), thirds))
+
+
+#: 0, 1, −1, INT_MIN, INT_MAX, their neighbours, powers of two.
+MUL_EDGES = [0, 1, 3, 0xFFFF_FFFF, 0xFFFF_FFFE, 0x8000_0000, 0x8000_0001, 0x7FFF_FFFF,
+             0x0000_FFFF, 1 << 7, 1 << 24, 0xDEAD_BEEF]
+
+
+@pytest.fixture(scope="module")
+def muls(wide, wide_bits):
+    """The 32-bit multipliers, narrow (the default for two registers: the
+    programs of `wide` and `wide_bits`, see test_default_keeps_cheap_products_wide)
+    and wide."""
+    cache: dict[str, T.ProgramOp] = {}
+
+    def get(op: str, narrow: bool) -> T.ProgramOp:
+        if narrow:
+            return wide_bits(op) if op in BIT_OPS else wide(op)
+        if op not in cache:
+            cache[op] = build_mul(op, 32, narrow=False)
+        return cache[op]
+    yield get
+    cache.clear()
+    gc.collect()
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+@pytest.mark.parametrize("op", MULS)
+def test_muls_edges_at_32_bits(muls, op, narrow):
+    cases = [(a, b, c) for a in MUL_EDGES for b in MUL_EDGES
+             for c in ((0, 0xFFFF_FFFF) if op == "mad_lo" else (0,))]
+    check_mul(muls(op, narrow), op, 32, cases)
+
+
+@settings(max_examples=40, deadline=None)
+@given(a=WORDS, b=WORDS, c=WORDS)
+def test_muls_drawn_at_32_bits(muls, a, b, c):
+    for op in MULS:
+        for narrow in (True, False):
+            check_mul(muls(op, narrow), op, 32, [(a, b, c), (b, a, c), (a, a, c)])
+
+
+@pytest.mark.parametrize("op, digit_bits", [("mul.hi.s", 2), ("mad_lo", 6)])
+def test_narrow_digit_bits(op, digit_bits):
+    """Other digit sizes (more, shorter rounds or fewer, longer ones)."""
+    rng = random.Random(digit_bits)
+    cases = [(rng.randrange(1 << 32), rng.randrange(1 << 32), rng.randrange(1 << 32))
+             for _ in range(12)] + [(0xFFFF_FFFF, 0xFFFF_FFFF, 0xFFFF_FFFF),
+                                    (0x8000_0000, 0x8000_0000, 1), (0x8000_0000, 0xFFFF_FFFF, 0)]
+    check_mul(build_mul(op, 32, narrow=True, digit_bits=digit_bits), op, 32, cases)
+
+
+def test_narrow_with_constant_bits():
+    """Narrow with constant bits in a factor (forced: the default keeps a byte
+    wide): a zero-extended half and byte, the sign half fixed to ones
+    (x_s ∧ ¬y_j of a constant y_j is a single bit: those merge by weight)."""
+    b = T.ProgramBuilder("consts")
+    alu = Alu(b, narrow=True)
+    x, y, z = b.input("x", 32), b.input("y", 16), b.input("z", 8)
+    v = {"h": b.concat([y, alu.const(0, 16)]), "b": b.concat([z, alu.const(0, 24)]),
+         "s": b.concat([y, alu.const(0xFFFF, 16)])}
+    outs = {"mul.lo h": alu.mul_lo(x, v["h"]), "mul.hi.s s": alu.mul_hi(x, v["s"], True),
+            "mul.hi.s b": alu.mul_hi(v["b"], x, True)}
+    for name, out in outs.items():
+        b.output(name.replace(".", "_").replace(" ", "_"), out)
+    program = b.program
+    program.verify()
+    rng = random.Random(3)
+    for a in MUL_EDGES + [rng.randrange(1 << 32) for _ in range(8)]:
+        c, d = rng.randrange(1 << 16), rng.randrange(256)
+        got, _ = run_tensor(program, {"x": to_bits(a, 32), "y": to_bits(c, 16),
+                                      "z": to_bits(d, 8)})
+        values = {"h": c, "b": d, "s": c | 0xFFFF_0000}
+        for name in outs:
+            op, which = name.split()
+            want = ALU[op](a, values[which])
+            assert from_bits(got[name.replace(".", "_").replace(" ", "_")]) == want, (name, a)
+
+
+def test_default_keeps_cheap_products_wide():
+    """The automatic choice: a constant factor or a zero-extended byte
+    (ctaid·ntid) builds the wide multiplier (few products, shallow), two
+    registers (`Alu.narrow_min_bits` variable bits or more) the narrow one;
+    `narrow` on the Alu or the call overrides."""
+    def ops(build_it, **alu_options) -> list[tuple[int, int]]:
+        b = T.ProgramBuilder("choice")
+        alu = Alu(b, **alu_options)
+        x, y = b.input("x", 16), b.input("y", 8)
+        b.output("out", build_it(alu, x, b.concat([y, alu.const(0, 8)])))
+        return [(T.width_of(op.result), op.gadget_neuron_count()) for op in b.program.ops()
+                if isinstance(op, T.ThresholdOp)]
+
+    byte = ops(lambda alu, x, y: alu.mul_lo(x, y))
+    assert byte == ops(lambda alu, x, y: alu.mul_lo(x, y, narrow=False))
+    assert byte != ops(lambda alu, x, y: alu.mul_lo(x, y, narrow=True))
+    assert byte != ops(lambda alu, x, y: alu.mul_lo(x, y), narrow=True)
+    const = ops(lambda alu, x, y: alu.mul_hi(x, alu.const(0x9493, 16), True))
+    assert const == ops(lambda alu, x, y: alu.mul_hi(x, alu.const(0x9493, 16), True,
+                                                     narrow=False))
+    full = ops(lambda alu, x, y: alu.mul_hi(x, x, False))
+    assert full == ops(lambda alu, x, y: alu.mul_hi(x, x, False, narrow=True))
+    assert full != ops(lambda alu, x, y: alu.mul_hi(x, x, False, narrow=False))
+    assert full != ops(lambda alu, x, y: alu.mul_hi(x, x, False), narrow=False)
+    assert ops(lambda alu, x, y: alu.mad_lo(x, x, x)) == \
+        ops(lambda alu, x, y: alu.mad_lo(x, x, x, narrow=True))
+
+
+def test_mul_wide():
+    """Both words of x·y from one circuit (PTX mul.wide): every pair at W = 4
+    (narrow and wide) and 5, edges at 32 bits."""
+    for w, signed, narrow in [(4, False, True), (4, True, True), (5, True, True),
+                              (32, True, True), (4, False, False), (4, True, False)]:
+        b = T.ProgramBuilder("wide")
+        alu = Alu(b, narrow=narrow, digit_bits=2)
+        x, y = b.input("x", w), b.input("y", w)
+        lo, hi = alu.mul_wide(x, y, signed)
+        b.output("lo", lo)
+        b.output("hi", hi)
+        b.program.verify()
+        pairs = MUL_EDGES if w == 32 else range(1 << w)
+        for a, c in itertools.product(pairs, repeat=2):
+            product = signed_or_not(a, w, signed) * signed_or_not(c, w, signed)
+            out, _ = run_tensor(b.program, {"x": to_bits(a, w), "y": to_bits(c, w)})
+            assert from_bits(out["lo"]) | from_bits(out["hi"]) << w == product % (1 << 2 * w)
+
+
+@pytest.mark.parametrize("w", [3, 32])
+def test_narrow_words_are_shared(w):
+    """A narrow mul_hi / mul_wide of x, y keeps both words: a later mul_lo of
+    x, y (or y, x) is that low word, a later mul_hi of the other signedness
+    the high word corrected by x_s·Y + y_s·X (4 layers, no second multiplier)."""
+    b = T.ProgramBuilder("shared")
+    alu = Alu(b, narrow=True, digit_bits=2 if w < 8 else 4)
+    x, y = b.input("x", w), b.input("y", w)
+    outs = {"hu": alu.mul_hi(x, y, False), "lo": alu.mul_lo(y, x), "hs": alu.mul_hi(y, x, True)}
+    wide_lo, wide_hi = alu.mul_wide(x, y, True)
+    assert wide_lo is outs["lo"]
+    outs["ws"] = wide_hi
+    for name, v in outs.items():
+        b.output(name, v)
+    program = b.program
+    program.verify()
+    if w == 32:
+        layers, neurons = layers_and_neurons(program, 10**6, 6144)
+        assert layers <= 14 and neurons < 7_500         # one multiplier, one correction
+    m = (1 << w) - 1
+    pairs = itertools.product(MUL_EDGES, repeat=2) if w == 32 else \
+        itertools.product(range(1 << w), repeat=2)
+    for a, c in pairs:
+        got, _ = run_tensor(program, {"x": to_bits(a, w), "y": to_bits(c, w)})
+        high_s = (signed(a, w) * signed(c, w) >> w) & m
+        want = {"hu": a * c >> w, "lo": a * c & m, "hs": high_s, "ws": high_s}
+        assert {k: from_bits(v) for k, v in got.items()} == want, (a, c)
+
+
+def signed_or_not(v: int, w: int, is_signed: bool) -> int:
+    return signed(v, w) if is_signed else v
+
+
+def live_peak(program: T.ProgramOp) -> int:
+    """Most bits alive at once in a scheduled program (inputs and outputs too)."""
+    from qgc.passes.tensor_schedule_layers import peak_live
+    reads = T.bit_reads(program)
+    intervals = []
+    for op in program.ops():
+        if isinstance(op, T.InputOp | T.KvReadOp | T.ThresholdOp):
+            birth = T.birth_half(op)
+            for c in T.coords_of(op.coords.get_values()):  # type: ignore[union-attr]
+                intervals.append((birth, max(reads.get((op, c), birth), birth + 1)))
+    return peak_live(intervals)
+
+
+@pytest.mark.parametrize("op", ["mul_lo", "mul.hi.s"])
+def test_narrow_is_narrow(muls, op):
+    """What the narrow multipliers are for: one lane at W = 32 keeps under half
+    the bits alive of the wide one (mul.hi.s about 220 against 724, mul_lo
+    about 175 against 404, inputs and outputs included), within 12 layers."""
+    peaks = {}
+    for narrow in (True, False):
+        program = muls(op, narrow)
+        layers, _ = layers_and_neurons(program, 10**6, 6144)
+        peaks[narrow] = live_peak(program)
+        print(f"\n{op} {'narrow' if narrow else 'wide'}: {layers} layers, "
+              f"{peaks[narrow]} bits live at most")
+        assert layers <= (12 if narrow else 5)
+    assert 2 * peaks[True] < peaks[False]
+
+
 # ----------------------------------------------------------------- depth
 
 #: Scheduled layers at W = 32 on the 2B shape: regressions show here.
 DEPTH = {"add": 2, "sub": 2, "neg": 2, "setp.lt.s": 2, "setp.ge.u": 2, "eq": 2, "select": 1,
          "mask": 1, "and_": 1, "xor": 1, "min.s": 2, "shl": 2, "shr.s": 2, "sum": 3,
-         "mul_lo": 5, "mad_lo": 5,
+         "mul_lo": 8, "mad_lo": 8,
          "abs": 1, "popc": 1, "clz": 1, "bfind.shiftamt.u": 1, "bfind.s": 1, "bfe.u": 2,
-         "bfe.s": 2, "bfi": 2, "shf.l.wrap": 1, "shf.r.clamp": 1, "mul.hi.u": 5, "mul.hi.s": 5}
+         "bfe.s": 2, "bfi": 2, "shf.l.wrap": 1, "shf.r.clamp": 1, "mul.hi.u": 10, "mul.hi.s": 10}
 
 
 def layers_and_neurons(program: T.ProgramOp, hidden=2048, inter=6144) -> tuple[int, int]:
@@ -551,7 +769,7 @@ class Stock:
 #: (op, hidden, intermediate) of the stock runs: the 0.8B width where the
 #: program's bits fit, else the 2B width with fewer neurons.
 STOCK = {"add": (1024, 3584), "setp.lt.s": (1024, 3584), "select": (1024, 3584),
-         "mul_lo": (2048, 2048), "popc": (1024, 3584), "clz": (1024, 3584),
+         "mul_lo": (1024, 3584), "popc": (1024, 3584), "clz": (1024, 3584),
          "mul.hi.s": (1024, 3584)}
 
 

@@ -103,13 +103,13 @@ def test_codegen_names_the_limit_it_misses(tmp_path):
     """On a base narrower than the dot step's live bits the error says which
     limit and by how much, and no file is left behind."""
     config = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
-    config.update(hidden_size=1024)
+    config.update(hidden_size=512)
     (tmp_path / "narrow.json").write_text(json.dumps(config))
     out = tmp_path / "layers.safetensors"
     proc = run_qgc(str(DOT / "dot.ptx"), "-o", str(out), "--base-config",
                    str(tmp_path / "narrow.json"))
     assert proc.returncode == 2 and not out.exists()
-    assert re.search(r"needs \d+ residual coordinates .* the layers have hidden 1024 "
+    assert re.search(r"needs \d+ residual coordinates .* the layers have hidden 512 "
                      r"\(option hidden\)", proc.stderr), proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["narrow.json"]
 

@@ -3,9 +3,11 @@
 // (register port j of lane l: a head keyed by warp and register, the key a
 // field of the EXEC token), the launch-area and memory ports (written by
 // every commit), every block's ops per lane, the outbox (a record slot per
-// store lane and per live-out register lane, then the preds and lanes words;
-// 42 bits: valid, 9-bit address, word), the step's end (block, exited,
-// barrier) and the next-token outputs. Each block's ops are grouped by its
+// store lane and per live-out register lane, then the preds and lanes words:
+// their valid bits side by side, per record a memory of its word and one of
+// its 9-bit address, each read back as the merge of the R reads: the value
+// of the current record, the address of the next valid one), the step's end
+// (block, exited, barrier) and the next-token outputs. Each block's ops are grouped by its
 // bit of `exec_b` (zero unless it runs). The simt kernel stays in the module.
 // CHECK-GROUPED: tensor.threshold {{.*}} group 1
 // RUN: qgc-opt %s -p convert-simt-to-tensor | filecheck %s
@@ -42,8 +44,13 @@ builtin.module {
 // CHECK:        tensor.memory @reg_1_3 slots 127 width 32
 // CHECK:        tensor.memory @launch_0 slots 127 width 32
 // CHECK:        tensor.memory @mem_1 slots 127 width 32
-// CHECK:        tensor.memory @outbox_0 slots 1 width 42
-// CHECK:        tensor.memory @outbox_9 slots 1 width 42
+// CHECK:        tensor.memory @outbox_valid slots 1 width 10
+// CHECK:        tensor.memory @outbox_0 slots 1 width 32
+// CHECK:        tensor.memory @outbox_a0 slots 1 width 9
+// CHECK:        tensor.memory @outbox_9 slots 1 width 32
+// CHECK:        tensor.memory @outbox_a9 slots 1 width 9
+// CHECK:        tensor.merge
+// CHECK:        tensor.merge
 // CHECK:        tensor.memory @outbox_end slots 1 width 8
 // CHECK:        tensor.output "next_kind" %{{.*}} : !tensor.bits<4>
 // CHECK:        tensor.output "next_a" %{{.*}} : !tensor.bits<9>
