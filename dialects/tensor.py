@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import math
 import struct
 from collections.abc import Iterable, Sequence
@@ -1676,30 +1675,39 @@ def bit_reads(program: ProgramOp) -> dict[tuple[Operation, int], int]:
     return last_reads(program, lambda op: [(op, c) for c in _coords_prop(op) or []])
 
 
-def last_reads(program: ProgramOp, keys) -> dict:
-    """The last half that reads each bit, bits named by `keys(op)` for the
-    inputs, thresholds and reads: a threshold and a memory access read at
-    their half's input (slices and concats are views), an output at the end;
-    the `groups` input lives to the end (grouped ops, clears too, are gated
-    on it); a merge's bits live on its first read's coordinates until its
-    last read has written them (one half after it)."""
+def bit_sources(program: ProgramOp, keys, merged: str = "first"):
+    """Walk the program's ops, yielding (op, src) with `src` mapping every
+    value defined so far (op's results included) to its bits, named by
+    `keys(op)` for the inputs, thresholds and reads; slices and concats are
+    views, a merge's bits are its first read's (the coordinates they share)
+    or, with `merged="all"`, all its reads' side by side."""
     src: dict[SSAValue, list] = {}
-    last: dict = {}
     for op in program.body.block.ops:
         if isinstance(op, InputOp | ThresholdOp | KvReadOp):
             src[op.result] = keys(op)
-            if isinstance(op, InputOp) and op.input_name.data == program.groups_input:
-                last.update((b, LIVE_TO_END) for b in src[op.result])
         elif isinstance(op, SliceOp):
             src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
-        elif isinstance(op, ConcatOp):
-            src[op.result] = [b for v in op.inputs for b in src[v]]
+        elif isinstance(op, ConcatOp) or (isinstance(op, MergeOp) and merged == "all"):
+            src[op.results[0]] = [b for v in op.operands for b in src[v]]
         elif isinstance(op, MergeOp):
             src[op.result] = src[op.first_read().result]
-            if all(r.placed_layer is not None for r in op.reads()):
-                written = max(half_index(r) for r in op.reads()) + 1
-                for b in src[op.result]:
-                    last[b] = max(last.get(b, written), written)
+        yield op, src
+
+
+def last_reads(program: ProgramOp, keys) -> dict:
+    """The last half that reads each bit, bits named by `keys(op)`
+    (`bit_sources`): a threshold and a memory access read at their half's
+    input, an output at the end; the `groups` input lives to the end (grouped
+    ops, clears too, are gated on it); a merge's bits live on its first read's
+    coordinates until its last read has written them (one half after it)."""
+    last: dict = {}
+    for op, src in bit_sources(program, keys):
+        if isinstance(op, InputOp) and op.input_name.data == program.groups_input:
+            last.update((b, LIVE_TO_END) for b in src[op.result])
+        elif isinstance(op, MergeOp) and all(r.placed_layer is not None for r in op.reads()):
+            written = max(half_index(r) for r in op.reads()) + 1
+            for b in src[op.result]:
+                last[b] = max(last.get(b, written), written)
         for b, half in read_points(op, src):
             last[b] = max(last.get(b, half), half)
     return last
@@ -1711,22 +1719,15 @@ def exposed_bits(program: ProgramOp, keys) -> set:
     it must see them zero while the group does not run, so they take
     coordinates that hold −1 in every view. A part is gated when it cannot
     reach its threshold without the group's bit."""
-    src: dict[SSAValue, list] = {}
     group_of: dict = {}
     gate: list = []
     exposed: set = set()
-    for op in program.body.block.ops:
+    for op, src in bit_sources(program, keys):
         if isinstance(op, InputOp | ThresholdOp | KvReadOp):
-            src[op.result] = keys(op)
             g = getattr(op, "group_index", None)
             group_of.update((b, g) for b in src[op.result])
             if isinstance(op, InputOp) and op.input_name.data == program.groups_input:
                 gate = src[op.result]
-        elif isinstance(op, SliceOp):
-            src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
-        elif isinstance(op, ConcatOp | MergeOp):
-            src[op.result] = [b for v in op.inputs for b in src[v]] \
-                if isinstance(op, ConcatOp) else src[op.first_read().result]
         if isinstance(op, OutputOp | KvWriteOp | KvReadOp):
             mine = getattr(op, "group_index", None)
             exposed.update(b for v in op.operands for b in src[v]

@@ -841,9 +841,9 @@ class Lowering:
         self.pick_record(b.concat(valid))
         values, addresses = [], []
         for k, rs in enumerate(chosen):
-            for name, field, key, out in ((f"outbox_{k}", "value", self.cur, values),
-                                          (f"outbox_a{k}", "address", self.first, addresses)):
-                per_block = [getattr(r, field) for r in rs]
+            for name, part, key, out in ((f"outbox_{k}", "value", self.cur, values),
+                                         (f"outbox_a{k}", "address", self.first, addresses)):
+                per_block = [getattr(r, part) for r in rs]
                 b.memory(name, 1, T.width_of(per_block[0]))
                 b.kv_write(name, "onehot", self.bit("is_exec"), self.by_block(per_block))
                 out.append(b.kv_read(name, "onehot", b.slice(key, k, k + 1)))

@@ -69,9 +69,33 @@ class _Unit:
 
 @dataclass
 class _Resources:
+    intermediate: int
     neurons: dict[int, int] = field(default_factory=dict)   # mlp half -> next free neuron
     reserved: dict[int, int] = field(default_factory=dict)  # mlp half -> kept for copies
     heads: dict[int, int] = field(default_factory=dict)     # attn half -> next free head
+
+    def _needs(self, op: Operation) -> tuple[int, int]:
+        """A threshold's gadget neurons, and one per output bit kept in reserve
+        for its copy neurons (while it fits with them)."""
+        need = op.gadget_neuron_count()  # type: ignore[attr-defined]
+        return need, min(T.width_of(op.results[0]), self.intermediate - 1 - need)
+
+    def fits(self, op: Operation, half: int) -> bool:
+        """Whether threshold `op` fits MLP half `half` with its reserve, the
+        half keeping a share of its neurons for clears."""
+        need, spare = self._needs(op)
+        room = self.intermediate - min(self.intermediate // _CLEAR_SHARE,
+                                       self.intermediate - 1 - need - spare)
+        return self.neurons.get(half, 1) + self.reserved.get(half, 0) + need + spare <= room
+
+    def add(self, op: Operation, half: int, sign: int = 1) -> int:
+        """Count threshold `op` in (sign −1: out of) MLP half `half`; its first
+        neuron there."""
+        need, spare = self._needs(op)
+        lo = self.neurons.get(half, 1)
+        self.neurons[half] = lo + sign * need
+        self.reserved[half] = self.reserved.get(half, 0) + sign * spare
+        return lo
 
 
 class ScheduleError(DiagnosticException):
@@ -177,11 +201,11 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
             raise _fail(program, "needs a linear-attention head for memory "
                                  f"@{unit.memory.memory_name}; the layers have none "
                                  "(option heads)")
-    res = _Resources()
-    placer = _Placement(program, units, res, intermediate, heads,
+    res = _Resources(intermediate)
+    placer = _Placement(program, units, res, heads,
                         budget=hidden - _COORDINATE_MARGIN)
     last_half = placer.run()
-    sinking = _Sinking(program, units, res, intermediate, heads, last_half)
+    sinking = _Sinking(program, units, res, heads, last_half)
     sinking.run()
     sinking.renumber_heads()
 
@@ -267,15 +291,6 @@ _COORDINATE_MARGIN = 40
 _CLEAR_SHARE = 16
 
 
-def _neurons_fit(res: _Resources, op: Operation, half: int, intermediate: int) -> bool:
-    """Whether threshold `op` fits MLP half `half` with one neuron per output
-    bit in reserve for its copies, the half keeping a share for clears."""
-    need = op.gadget_neuron_count()  # type: ignore[attr-defined]
-    spare = min(T.width_of(op.results[0]), intermediate - 1 - need)
-    room = intermediate - min(intermediate // _CLEAR_SHARE, intermediate - 1 - need - spare)
-    return res.neurons.get(half, 1) + res.reserved.get(half, 0) + need + spare <= room
-
-
 class _Placement:
     """List scheduling half by half (`attn 0, mlp 0, attn 1, ...`): in each
     half, the units whose operands are ready, highest first (the longest chain
@@ -288,9 +303,9 @@ class _Placement:
     anyway (the allocator then names the overflow)."""
 
     def __init__(self, program: T.ProgramOp, units: list[_Unit], res: _Resources,
-                 intermediate: int, heads: int, budget: int) -> None:
+                 heads: int, budget: int) -> None:
         self.units, self.res = units, res
-        self.intermediate, self.heads, self.budget = intermediate, heads, budget
+        self.heads, self.budget = heads, budget
         unit_of = {op: i for i, u in enumerate(units) for op in u.ops}
         src = _Sinking.roots(program, merged_first=True)
         self.outs: list[list[tuple[SSAValue, int]]] = [[] for _ in units]
@@ -318,7 +333,7 @@ class _Placement:
                     self.succs[p].add(i)
             for b in bits:
                 self.readers[b] = self.readers.get(b, 0) + 1
-        for i, u in enumerate(units):           # a merge's readers wait for all its reads
+        for u in units:                         # a merge's readers wait for all its reads
             for op in u.ops:
                 merge = T.merge_of(op) if isinstance(op, T.KvReadOp) else None
                 if merge is not None:
@@ -387,7 +402,7 @@ class _Placement:
         unit = self.units[i]
         if unit.memory is not None:
             return self.res.heads.get(h, 0) < self.heads
-        return _neurons_fit(self.res, unit.ops[0], h, self.intermediate)
+        return self.res.fits(unit.ops[0], h)
 
     def _delta(self, i: int, left: dict, is_mlp: bool) -> dict[int | None, int]:
         """Bits live across the half after placing unit i, per view: its
@@ -414,13 +429,9 @@ class _Placement:
         unit = self.units[i]
         if unit.memory is None:
             op = unit.ops[0]
-            need = op.gadget_neuron_count()  # type: ignore[attr-defined]
-            spare = min(T.width_of(op.results[0]), self.intermediate - 1 - need)
-            lo = self.res.neurons.get(h, 1)
-            self.res.neurons[h] = lo + need
-            self.res.reserved[h] = self.res.reserved.get(h, 0) + spare
+            lo = self.res.add(op, h)
             op.place(h // 2, "mlp")  # type: ignore[attr-defined]
-            op.properties["neurons"] = T._dense([lo, lo + need])
+            op.properties["neurons"] = T._dense([lo, lo + op.gadget_neuron_count()])
         else:
             head = self.res.heads.get(h, 0)
             self.res.heads[h] = head + 1
@@ -443,9 +454,9 @@ class _Sinking:
     stays."""
 
     def __init__(self, program: T.ProgramOp, units: list[_Unit], res: _Resources,
-                 intermediate: int, heads: int, last_half: int) -> None:
+                 heads: int, last_half: int) -> None:
         self.program, self.units, self.res = program, units, res
-        self.intermediate, self.heads = intermediate, heads
+        self.heads = heads
         self.end = 2 * (last_half // 2) + 1          # the last MLP half of the stack
         self.unit_of: dict[Operation, int] = {op: i for i, u in enumerate(units) for op in u.ops}
         self.half = [T.half_index(u.memory if u.memory is not None else u.ops[0])
@@ -467,19 +478,11 @@ class _Sinking:
     @staticmethod
     def roots(program: T.ProgramOp, merged_first: bool = False
               ) -> dict[SSAValue, list[tuple[SSAValue, int]]]:
-        """Each value's bits as (producing result, index): views look through;
+        """Each value's bits as (producing result, index) (`T.bit_sources`);
         a merge's bits are all its reads' (or the first's: its coordinates)."""
-        src: dict[SSAValue, list[tuple[SSAValue, int]]] = {}
-        for op in program.ops():
-            if isinstance(op, T.InputOp | T.ThresholdOp | T.KvReadOp):
-                src[op.result] = [(op.result, i) for i in range(T.width_of(op.result))]
-            elif isinstance(op, T.SliceOp):
-                src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
-            elif isinstance(op, T.ConcatOp):
-                src[op.result] = [b for v in op.inputs for b in src[v]]
-            elif isinstance(op, T.MergeOp):
-                src[op.result] = src[op.inputs[0]] if merged_first else \
-                    [b for v in op.inputs for b in src[v]]
+        src: dict = {}
+        for _op, seen in T.bit_sources(program, _bit_keys, "first" if merged_first else "all"):
+            src = seen                       # one dict, filled as the walk goes
         return src
 
     @staticmethod
@@ -523,7 +526,7 @@ class _Sinking:
     def _room(self, unit: _Unit, half: int) -> bool:
         if unit.memory is not None:
             return self.res.heads.get(half, 0) < self.heads
-        return _neurons_fit(self.res, unit.ops[0], half, self.intermediate)
+        return self.res.fits(unit.ops[0], half)
 
     def _worth(self, i: int, outs: list[SSAValue], new: int) -> bool:
         """Per view: the output bits freed ≥ the input bits kept alive longer."""
@@ -550,12 +553,8 @@ class _Sinking:
         unit, old = self.units[i], self.half[i]
         if unit.memory is None:
             op = unit.ops[0]
-            need = op.gadget_neuron_count()
-            spare = min(T.width_of(op.result), self.intermediate - 1 - need)
-            self.res.neurons[old] -= need
-            self.res.reserved[old] -= spare
-            self.res.neurons[new] = self.res.neurons.get(new, 1) + need
-            self.res.reserved[new] = self.res.reserved.get(new, 0) + spare
+            self.res.add(op, old, -1)
+            self.res.add(op, new)
             op.place(new // 2, "mlp")
         else:
             self.res.heads[old] -= 1

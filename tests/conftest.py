@@ -25,6 +25,17 @@ def ctx():
     return make_context()
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Small matmuls on a shared 2-core machine: threads only cost (modules opt
+    in with `pytestmark = pytest.mark.usefixtures("one_torch_thread")`)."""
+    import torch
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def _hypothesis_profiles() -> None:
     """No deadlines and no speed health checks (a loaded 2-core machine is slow);
     under CI, derandomized so that a red run can be re-run the same."""

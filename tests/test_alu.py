@@ -723,12 +723,7 @@ torch = pytest.importorskip("torch")
 DTYPES = ("float32", "bfloat16")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def stock_config(hidden: int, inter: int):

@@ -60,13 +60,7 @@ def small_config(**changes):
     return Qwen3_5TextConfig(**base)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Small matmuls on a shared 2-core machine: threads only cost."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

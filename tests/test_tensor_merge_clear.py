@@ -41,12 +41,7 @@ W = 4          # bits per merged row
 N_MEM = 3      # merged memories
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def coords(op) -> list[int]:

@@ -43,12 +43,7 @@ from test_tensor_core import (  # noqa: E402
 ADDS = 4
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def add_chain() -> T.ProgramOp:
