@@ -8,14 +8,15 @@ module beside it (the runtime lays memory out from it). Per token kind:
   one-slot memories; the record's top byte assembles the word and *commits*
   it into every copy of the state it addresses: the machine memory (one head
   per read port), the launch area (the same), or the executing warp's
-  register file (one head per lane and read port, keyed by warp and
-  register; the warp is staged by the `EXEC` token);
+  register file (one head per block, lane and register the block reads,
+  keyed by warp and register; the warp is staged by the `EXEC` token);
 - `EXEC(w, b)`: machine block b of warp w. The warp's `lanes` word gives each
   lane's next block (relative to b), exited and waiting bits: a lane runs if
   it waits at b (and is not held at a barrier the host has not released).
-  The block's live-in registers come from the register file through shared
-  read ports (the `EXEC` token carries their keys), its predicates from the
-  warp's `preds` word. Ops are exact bit circuits per lane (`qgc.alu`);
+  The block's live-in registers come from the register file through its own
+  read ports (read in the block's group, so a port's bits live only while
+  its block uses them, and share coordinates with the other blocks'), its
+  predicates from the warp's `preds` word. Ops are exact bit circuits per lane (`qgc.alu`);
   loads read their ports and see the block's earlier stores (forwarding);
   stores, atomics, the registers the block leaves live and the changed
   control words become the step's *records*, written with the step's end
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -294,19 +295,21 @@ class Lowering:
                 self.param_reads[offset] = self.read(key)
         return self.param_reads[offset]
 
-    def register_ports(self) -> list[list[SSAValue]]:
-        """ports[j][lane]: register `vocab.ports[b][j]` of the executing warp."""
+    def register_ports(self, index: int) -> list[list[SSAValue]]:
+        """ports[j][lane]: register `vocab.ports[index][j]` of the executing
+        warp, read in block `index`'s group: each block reads its own live-in
+        registers, so a read lives only as long as its block uses it."""
         b = self.b
         out = []
-        for j in range(self.vocab.n_ports):
-            key = b.concat([self.exec_warp(), b.slice(self.inp["port_reg"], 4 * j, 4 * j + 4)])
+        for j, r in enumerate(self.vocab.ports[index]):
+            key = b.concat([self.exec_warp(), self.common_const(r, 4)])
             per_lane = []
             for ln in range(simt.LANES):
-                name = f"reg_{j}_{ln}"
+                name = f"reg_{index}_{j}_{ln}"
                 b.memory(name, SLOTS, WORD)
                 b.kv_write(name, "binary", self.commit_reg_key, self.commit_word,
                            self.commit_reg[ln])
-                per_lane.append(b.kv_read(name, "binary", key, self.bit("port_en", j)))
+                per_lane.append(b.kv_read(name, "binary", key))
             out.append(per_lane)
         return out
 
@@ -329,14 +332,14 @@ class Lowering:
         return _Control(active, pc, exited, held, word)
 
     # ------------------------------------------------------------ blocks
-    def lower_block(self, index: int, block: Block, ports, ctl: _Control) -> _BlockResult:
+    def lower_block(self, index: int, block: Block, ctl: _Control) -> _BlockResult:
         """Block `index`'s circuits, each op grouped by the block (when there
         are several): zero unless the step runs it, so blocks share residual
         coordinates. A fresh ALU keeps common subexpressions inside the block."""
         self.alu = Alu(self.b)
         try:
             with self.b.grouped(index if len(self.blocks) > 1 else None):
-                return self._lower_block(index, block, ports, ctl)
+                return self._lower_block(index, block, self.register_ports(index), ctl)
         finally:
             self.alu = self.common_alu
 
@@ -360,6 +363,7 @@ class Lowering:
         records: list[_Record] = []
         self.pending: list[_Write] = []
         ops = list(block.ops)
+        self.high_later = high_words_later(ops)
         for op in ops[:-1]:
             self.lower_op(op, regs, records)
         records += self.register_records(block, regs)
@@ -515,7 +519,7 @@ class Lowering:
         table: dict[str, Callable[[], SSAValue]] = {
             "mov": lambda: x[0], "not": lambda: alu.not_(x[0]), "neg": lambda: alu.neg(x[0]),
             "add": lambda: alu.add(x[0], x[1]), "sub": lambda: alu.sub(x[0], x[1]),
-            "mul.lo": lambda: alu.mul_lo(x[0], x[1]),
+            "mul.lo": lambda: alu.mul_lo(x[0], x[1], high_later=self.high_later.get(op)),
             "mad.lo": lambda: alu.mad_lo(x[0], x[1], x[2]),
             "and": lambda: alu.and_(x[0], x[1]), "or": lambda: alu.or_(x[0], x[1]),
             "xor": lambda: alu.xor(x[0], x[1]),
@@ -898,9 +902,8 @@ class Lowering:
 
     def lower(self) -> T.ProgramOp:
         self.stage()
-        ports = self.register_ports()
         ctl = self.control()
-        results = [self.lower_block(i, bl, ports, ctl) for i, bl in enumerate(self.blocks)]
+        results = [self.lower_block(i, bl, ctl) for i, bl in enumerate(self.blocks)]
         control = self.next_state(ctl, results)
         self.outbox([r.records for r in results], control)
         self.next_token()
@@ -915,6 +918,25 @@ class Lowering:
             "ports": builtin.ArrayAttr([builtin.ArrayAttr([builtin.IntAttr(r) for r in p])
                                         for p in self.vocab.ports])})
         return program
+
+
+def high_words_later(ops: Sequence[Operation]) -> dict[simt.AluOp, bool]:
+    """The `mul.lo` ops whose factors a later `mul.hi` under the same guard
+    multiplies again, neither factor redefined in between (PTX `mul.wide`
+    selected as the pair), with that `mul.hi`'s signedness: one circuit then
+    gives both words."""
+    found: dict[simt.AluOp, bool] = {}
+    open_lo: dict[tuple, simt.AluOp] = {}        # (guard, factors) → a mul.lo of them
+    for op in ops:
+        if isinstance(op, simt.AluOp) and op.opcode.data.startswith(("mul.lo", "mul.hi")):
+            key = (op.guard, frozenset(op.srcs.data))
+            if op.opcode.data == "mul.lo":
+                open_lo.setdefault(key, op)
+            elif key in open_lo:
+                found.setdefault(open_lo[key], op.opcode.data == "mul.hi.s")
+        defined = set(op.defs()) if isinstance(op, simt.MachineOp) else set()
+        open_lo = {k: v for k, v in open_lo.items() if not defined & k[1]}
+    return found
 
 
 def vocabulary_of(program: T.ProgramOp) -> P.Vocabulary:

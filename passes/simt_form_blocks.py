@@ -1,12 +1,17 @@
-"""`simt-form-blocks{max-ops=16 max-blocks=64}`: machine blocks of at most
-`max-ops` ops, at most `max-blocks` of them.
+"""`simt-form-blocks{max-ops=16 max-blocks=64 max-products=0}`: machine blocks
+of at most `max-ops` ops and `max-products` products, at most `max-blocks` of
+them.
 
 One machine block is what a warp executes in one step (one EXEC token), so
 fewer, fuller blocks mean fewer steps. The pass drops unreachable blocks,
 bypasses empty blocks (`simt.next` only), fuses a block into its predecessor
 when it is that predecessor's only successor and has no other predecessor,
-then splits every block longer than `max-ops` ops (terminator not counted)
-into consecutive blocks chained by `simt.next`. A kernel that still needs more
+then splits every block longer than `max-ops` ops (terminator not counted),
+or with more than `max-products` products of two registers (0: any number; a
+`mul.lo` and a `mul.hi` of the same factors, PTX's `mul.wide`, count once),
+into consecutive blocks chained by `simt.next`. Fewer products per block
+narrow the `tensor` level, whose multipliers are its widest circuits (all of
+a block's run side by side), at the price of more steps. A kernel that still needs more
 than `max-blocks` blocks is refused:
 `error: kernel 'k' needs 40 blocks, the machine has 32 (option max-blocks)`.
 """
@@ -64,10 +69,33 @@ def _fuse(kernel: simt.KernelOp) -> bool:
     return False
 
 
-def _split(kernel: simt.KernelOp, max_ops: int) -> None:
+def _product(op) -> frozenset | None:
+    """The factors of a product of two registers."""
+    if isinstance(op, simt.AluOp) and op.opcode.data.startswith(("mul.lo", "mul.hi", "mad.lo")):
+        factors = op.srcs.data[:2]
+        if all(isinstance(f, simt.RegAttr) for f in factors):
+            return frozenset(factors)
+    return None
+
+
+def _split_point(ops: list, max_ops: int, max_products: int) -> int | None:
+    """Where a block of `ops` (terminator last) must end, or None."""
+    products: set[frozenset] = set()
+    for i, op in enumerate(ops[:-1]):
+        if i == max_ops:
+            return i
+        factors = _product(op)
+        if max_products and factors is not None and factors not in products:
+            if len(products) == max_products:
+                return i
+            products.add(factors)
+    return None
+
+
+def _split(kernel: simt.KernelOp, max_ops: int, max_products: int) -> None:
     for block in list(kernel.body.blocks):
-        while len(block.ops) - 1 > max_ops:
-            rest = list(block.ops)[max_ops:]
+        while (at := _split_point(list(block.ops), max_ops, max_products)) is not None:
+            rest = list(block.ops)[at:]
             tail = Block()
             kernel.body.insert_block_after(tail, block)
             for op in rest:
@@ -77,13 +105,14 @@ def _split(kernel: simt.KernelOp, max_ops: int) -> None:
             block = tail
 
 
-def form_blocks(kernel: simt.KernelOp, max_ops: int, max_blocks: int) -> None:
+def form_blocks(kernel: simt.KernelOp, max_ops: int, max_blocks: int,
+                max_products: int = 0) -> None:
     simt.remove_unreachable(kernel)
     while _bypass_empty(kernel):
         simt.remove_unreachable(kernel)
     while _fuse(kernel):
         pass
-    _split(kernel, max_ops)
+    _split(kernel, max_ops, max_products)
     n = len(kernel.body.blocks)
     if n > max_blocks:
         raise DiagnosticException(
@@ -103,9 +132,12 @@ class SimtFormBlocksPass(ModulePass):
     max_blocks: int = simt.DEFAULT_MAX_BLOCKS
     """Machine blocks per kernel."""
 
+    max_products: int = 0
+    """Products of two registers per block (0: any number)."""
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        if self.max_ops < 1 or self.max_blocks < 1:
+        if self.max_ops < 1 or self.max_blocks < 1 or self.max_products < 0:
             raise DiagnosticException("error: simt-form-blocks: max-ops and max-blocks must "
-                                      "be positive")
+                                      "be positive, max-products not negative")
         for kernel in simt.kernels_of(op):
-            form_blocks(kernel, self.max_ops, self.max_blocks)
+            form_blocks(kernel, self.max_ops, self.max_blocks, self.max_products)

@@ -747,19 +747,24 @@ class Alu:
         cols = [[self.bits(v)[i] for v in values] for i in range(w)]
         return self._column_sum(cols)
 
-    def mul_lo(self, x: SSAValue, y: SSAValue, narrow: bool | None = None) -> SSAValue:
+    def mul_lo(self, x: SSAValue, y: SSAValue, narrow: bool | None = None,
+               high_later: bool | None = None) -> SSAValue:
         """Low W bits of x·y. Wide (all at once): partial products a_i ∧ b_j
         (i + j < W) as full adders of ANDs in one layer, two counter levels,
         then the digit adder: 5 layers, 2,556 neurons at W = 32. Narrow
         (digit-serial, `_narrow_product`; the default when both factors have
         `narrow_min_bits` variable bits): 8 layers, 3,018 neurons, about 175
         bits live at most against 404 (one lane, factors and result included).
-        `narrow` overrides the `Alu`'s choice (None: `Alu.narrow`)."""
+        `narrow` overrides the `Alu`'s choice (None: `Alu.narrow`).
+        `high_later`: the signedness of a mul_hi of x, y that follows; narrow,
+        both words come from one circuit then (`mul_wide`)."""
         self._same(x, y)
         if self._use_narrow(x, y, narrow):
             made = self._low_words.get((x, y))
             if made is not None:            # a narrow mul_hi / mul_wide of x, y made it
                 return made
+            if high_later is not None:
+                return self._narrow_wide(x, y, high_later)[0]
             return self._narrow_product(x, y, T.width_of(x), False)
         return self._column_sum(self._products(x, y))
 

@@ -94,9 +94,8 @@ class Token:
 @dataclass(frozen=True)
 class Vocabulary:
     """The GPU tokens of one compiled kernel: `records` record slots per step,
-    `blocks` machine blocks, `warps` warps at most; `ports[b]`: the registers
-    block b reads from the register file, in port order (its `EXEC` tokens
-    carry them as keys). Token ids are dense from 0 (the runtime adds the base
+    `blocks` machine blocks, `warps` warp slots; `ports[b]`: the registers
+    block b reads from the register file, in port order. Token ids are dense from 0 (the runtime adds the base
     vocabulary's size)."""
 
     records: int
@@ -168,9 +167,6 @@ class Vocabulary:
         own = [0] * (8 * BYTES)
         if is_d:
             own[8 * t.j:8 * t.j + 8] = bits(t.v, 8)
-        ports = self.ports[t.b] if t.kind == "EXEC" and self.ports else ()
-        port_reg = [bit for j in range(self.n_ports)
-                    for bit in bits(ports[j] if j < len(ports) else 0, 4)]
         next_j = [0] * BYTES
         if t.kind == "A":
             next_j[0] = 1
@@ -189,8 +185,6 @@ class Vocabulary:
             "exec_w": bits(t.w if t.kind == "EXEC" else 0, self.warp_bits),
             "exec_b": onehot(t.b if t.kind == "EXEC" else None, self.blocks),
             "exec_b_bits": bits(t.b if t.kind == "EXEC" else 0, BLOCK_BITS),
-            "port_reg": port_reg,
-            "port_en": [int(j < len(ports)) for j in range(self.n_ports)],
             "code": self.code(t),
         }
         return {name: v for name, v in fields.items() if v}   # no zero-width inputs

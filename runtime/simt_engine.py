@@ -10,8 +10,10 @@ model will:
   parameter, then the buffers packed one after another;
 - every CTA's threads form warps of 4 lanes (consecutive linear thread ids); a
   lane without a thread is inactive from the start;
-- the host scheduler only picks the next unfinished warp, round-robin over all
-  warps of all CTAs, and counts EXEC steps; one step runs one whole machine
+- the host scheduler only picks the next unfinished warp, round-robin over the
+  resident warps (`Residency`: all of them unless the machine holds fewer
+  warp slots, as an SM holds the CTAs its occupancy allows), and counts EXEC
+  steps; one step runs one whole machine
   block of the picked warp: its ops in order, each on every active lane whose
   guard holds, then the terminator on those lanes (`simt.next` jumps,
   `simt.branch` sends each lane its own way, `simt.exit` retires the lanes);
@@ -762,9 +764,56 @@ def _release_barriers(warps: list[Warp]) -> bool:
     return released
 
 
-def run_simt(module: Operation, launch: Launch,
-             max_steps: int = DEFAULT_MAX_STEPS) -> SimtResult:
-    """Run `launch` on the `simt.kernel` in `module`; see the module docstring."""
+def _exited(w: Warp) -> bool:
+    return w.done
+
+
+class Residency:
+    """Which warps hold the machine's warp slots, as an SM's occupancy: CTAs
+    enter in grid order, each taking the lowest free slots, as soon as enough
+    slots are free; a CTA's slots free once all its warps have exited. The
+    `simt` engine and the host of the token protocol both schedule by it, so
+    their warp orders, and so the orders of atomics, agree."""
+
+    def __init__(self, warps: list[Warp], slots: int | None):
+        ctas: dict[int, list[Warp]] = {}
+        for w in warps:
+            if not w.done:
+                ctas.setdefault(w.cta, []).append(w)
+        self.pending = list(ctas.values())
+        largest = max((len(c) for c in self.pending), default=0)
+        if slots is not None and largest > slots:
+            raise LaunchError(f"a CTA of the launch has {largest} warps; the machine holds "
+                              f"{slots} warps (option max-warps)")
+        self.held: list[Warp | None] = [None] * (slots or sum(map(len, self.pending)))
+
+    def admit(self, done: Callable[[Warp], bool]) -> list[tuple[int, Warp]]:
+        """Free the slots of CTAs whose warps have all exited, then let in
+        the next CTAs that fit; the (slot, warp) pairs that entered."""
+        ctas: dict[int, list[int]] = {}
+        for slot, w in enumerate(self.held):
+            if w is not None:
+                ctas.setdefault(w.cta, []).append(slot)
+        for slots in ctas.values():
+            if all(done(self.held[s]) for s in slots):
+                for s in slots:
+                    self.held[s] = None
+        entered: list[tuple[int, Warp]] = []
+        while self.pending and len(self.pending[0]) <= self.held.count(None):
+            for w in self.pending.pop(0):
+                slot = self.held.index(None)
+                self.held[slot] = w
+                entered.append((slot, w))
+        return entered
+
+    def resident(self) -> list[tuple[int, Warp]]:
+        return [(slot, w) for slot, w in enumerate(self.held) if w is not None]
+
+
+def run_simt(module: Operation, launch: Launch, max_steps: int = DEFAULT_MAX_STEPS,
+             resident_warps: int | None = None) -> SimtResult:
+    """Run `launch` on the `simt.kernel` in `module`; see the module docstring.
+    `resident_warps`: the warp slots (`Residency`; all warps at once if None)."""
     kernel = pick_kernel(module, launch.kernel)
     if kernel.shared_vars is not None:     # selected, not yet laid out: lay out a copy
         from qgc.passes.simt_layout_memory import layout_memory
@@ -777,8 +826,9 @@ def run_simt(module: Operation, launch: Launch,
     nregs, npreds = comp.sizes()
     warps = make_warps(launch, nregs, npreds)
     steps = 0
-    live = [w for w in warps if not w.done]
-    while live:
+    residency = Residency(warps, resident_warps)
+    residency.admit(_exited)
+    while live := [w for _, w in residency.resident() if not w.done]:
         ran = False
         for w in live:
             if not w.select():
@@ -798,7 +848,7 @@ def run_simt(module: Operation, launch: Launch,
         # released here: some warp always runs (no deadlock with one barrier)
         released = _release_barriers(warps)
         assert ran or released
-        live = [w for w in live if not w.done]
+        residency.admit(_exited)
     buffers: list[list | None] = []
     for i, arg in enumerate(launch.args):
         if i not in layout.bases:

@@ -1,9 +1,10 @@
 """The host side of the token protocol (qgc.protocol): the launch prompt, the
 scheduling loop, and reading the buffers back from the trace.
 
-The host appends tokens, picks the next warp (round-robin over the warps that
-have not exited, as the `simt` engine does) and formats numbers; it never
-computes on kernel data. A *stepper* is the machine that answers each token
+The host appends tokens, picks the next warp (round-robin over the resident
+warps that have not exited, as the `simt` engine does), lets the next CTA into
+the warp slots of one that has exited (writing the slots' launch-area words
+as records) and formats numbers; it never computes on kernel data. A *stepper* is the machine that answers each token
 with the next one: the ideal `tensor` engine or the merged model.
 
     result = run_trace(kernel, vocab, launch, stepper)
@@ -18,7 +19,14 @@ from qgc import protocol as P
 from qgc.dialects import simt
 from qgc.runtime.launch import Launch, LaunchError
 from qgc.runtime.memory import Trap
-from qgc.runtime.simt_engine import decode_element, make_warps, memory_layout, words_per_element
+from qgc.runtime.simt_engine import (
+    Residency,
+    Warp,
+    decode_element,
+    make_warps,
+    memory_layout,
+    words_per_element,
+)
 
 DEFAULT_MAX_STEPS = 100_000
 
@@ -71,31 +79,27 @@ def warp_words(used: set[str], launch: Launch, layout, warp) -> dict[str, int]:
     return words
 
 
-def initial_memory(kernel: simt.KernelOp, launch: Launch, layout
-                   ) -> tuple[dict[int, int], list]:
-    """The record address → word of everything the kernel may read: the
-    machine memory as the launch lays it out (`layout`: parameters, buffers;
-    not the bounds pairs, which only the `simt` level checks), and the launch
-    area of every warp."""
+def initial_memory(kernel: simt.KernelOp, layout) -> dict[int, int]:
+    """The record address → word of the machine memory as the launch lays it
+    out (`layout`: parameters, buffers; not the bounds pairs, which only the
+    `simt` level checks)."""
     bounds = range(len(kernel.params), len(kernel.params) + layout.bounds)  # no traps here yet
-    words = {a: w for a, w in enumerate(layout.words[:layout.total]) if a not in bounds}
-    warps = [w for w in make_warps(launch, 0, 0) if w.active]
-    if len(warps) > 8:
-        raise LaunchError(f"the launch has {len(warps)} warps; the machine's tensor level runs "
-                          "at most 8 (its register file and launch area key 3 warp bits; "
-                          "option max-warps)")
-    used = specials_read(kernel)
-    for w_index, w in enumerate(warps):
-        for name, v in warp_words(used, launch, layout, w).items():
-            words[P.LAUNCH_AREA + P.LaunchArea.slot(w_index, name)] = v
-    return words, warps
+    return {a: w for a, w in enumerate(layout.words[:layout.total]) if a not in bounds}
 
 
-def prompt(words: dict[int, int]) -> list[P.Token]:
-    """Records of every non-zero word (memory starts at zero)."""
+def launch_area(used: set[str], launch: Launch, layout, entered) -> dict[int, int]:
+    """The record address → word of the launch area of the warps that
+    `entered` their slots: (slot, warp) pairs."""
+    return {P.LAUNCH_AREA + P.LaunchArea.slot(slot, name): v
+            for slot, w in entered for name, v in warp_words(used, launch, layout, w).items()}
+
+
+def prompt(words: dict[int, int], memory: dict[int, int] | None = None) -> list[P.Token]:
+    """Records of every word that differs from `memory` (at the launch:
+    memory starts at zero)."""
     out: list[P.Token] = []
     for address in sorted(words):
-        if words[address]:
+        if words[address] != (memory or {}).get(address, 0):
             out += P.record_tokens(0, address, words[address])
     return out
 
@@ -123,12 +127,22 @@ class Records:
 def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, stepper: Stepper,
               max_steps: int = DEFAULT_MAX_STEPS) -> TraceResult:
     layout = memory_layout(kernel, launch)
-    words, warps = initial_memory(kernel, launch, layout)
-    if len(warps) > vocab.warps:
-        raise LaunchError(f"the launch has {len(warps)} warps; the compiled machine runs at "
-                          f"most {vocab.warps} (option max-warps)")
+    residency = Residency(make_warps(launch, 0, 0), vocab.warps)
+    block: dict[Warp, int] = {}
+    exited = vocab.blocks
+
+    def done(w: Warp) -> bool:
+        return block[w] == exited
+
+    def enter() -> dict[int, int]:
+        entered = residency.admit(done)
+        block.update((w, 0) for _, w in entered)
+        return launch_area(used, launch, layout, entered)
+
+    used = specials_read(kernel)
+    words = initial_memory(kernel, layout) | enter()
     stream: list[P.Token] = []
-    memory = dict(words)
+    memory: dict[int, int] = {}
     records = Records(memory)
 
     def append(t: P.Token) -> P.Token | None:
@@ -153,16 +167,13 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
             records.feed(t)
         if launch_prompt:
             prefill(launch_prompt)
-    block = {w: 0 for w in range(len(warps))}
-    held: set[int] = set()           # warps whose live lanes all wait at a barrier
-    live = list(range(len(warps)))
+    held: set[Warp] = set()           # warps whose live lanes all wait at a barrier
     steps = 0
-    exited = vocab.blocks
-    while live:
-        for w in live:
+    while live := [(s, w) for s, w in residency.resident() if not done(w)]:
+        for slot, w in live:
             if w in held:
                 continue
-            nxt = expect(append(P.Token("EXEC", w=w, b=block[w])))
+            nxt = expect(append(P.Token("EXEC", w=slot, b=block[w])))
             steps += 1
             while nxt.kind != "END":
                 if nxt.kind == "EXEC" or len(stream) > 64 * max_steps:
@@ -176,8 +187,9 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
         if steps > max_steps:
             raise Trap(f"trap: the launch ran past the limit of {max_steps} EXEC steps "
                        "(an endless loop?)")
-        live = [w for w in live if block[w] != exited]
-        release_barriers(warps, live, held)
+        release_barriers([w for _, w in live if not done(w)], held)
+        for t in prompt(enter(), memory):     # the next CTAs' launch areas
+            append(t)
     buffers: list[list | None] = []
     for i, arg in enumerate(launch.args):
         if i not in layout.bases:
@@ -193,12 +205,12 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
     return TraceResult(buffers, stream, stats)
 
 
-def release_barriers(warps: list, live: list[int], held: set[int]) -> None:
+def release_barriers(live: list[Warp], held: set[Warp]) -> None:
     """The host's barrier: a CTA whose every live warp waits goes on (an
     exited warp counts as arrived); as the `simt` engine releases them."""
-    ctas: dict[int, list[int]] = {}
+    ctas: dict[int, list[Warp]] = {}
     for w in live:
-        ctas.setdefault(warps[w].cta, []).append(w)
+        ctas.setdefault(w.cta, []).append(w)
     for members in ctas.values():
         if all(w in held for w in members):
             held.difference_update(members)

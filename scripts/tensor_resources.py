@@ -3,7 +3,7 @@ docs/machine.md): the step program (threshold ops, neurons, memory heads,
 register ports, record slots), the GPU vocabulary, the launch on the ideal
 `tensor` engine (tokens, EXEC steps, whether its buffers equal the `simt`
 engine's), the lowering time, and the layer schedule on the 2B shape or the
-limit it exceeds. `python scripts/tensor_resources.py [NAME-FILTER]`."""
+limit it exceeds (layers and residual coordinates used). `python scripts/tensor_resources.py [NAME-FILTER]`."""
 
 from __future__ import annotations
 
@@ -56,12 +56,19 @@ def row(name: str, ptx: Path, launch_path: Path) -> str | None:
         run = f"launch refused: {first_line(err)} | | "
     try:
         schedule(program, 2048, 6144, 16)
-        fit = f"{program.limit('layers')} layers"
+        fit = f"{program.limit('layers')} layers, {coordinates_used(program):,} coordinates"
     except DiagnosticException as err:
         m = re.search(r"needs (\d+ residual coordinates)", str(err))
         fit = f"needs {m[1]}" if m else first_line(err)
     return (f"| {name} | {len(ops)} | {neurons:,} | {heads} | {vocab.n_ports} | "
             f"{vocab.records} | {vocab.size:,} | {run} | {seconds:.0f} s | {fit} |")
+
+
+def coordinates_used(program) -> int:
+    from qgc.dialects import tensor
+    return 1 + max(c for op in program.ops()
+                   if isinstance(op, tensor.InputOp | tensor.KvReadOp | tensor.ThresholdOp)
+                   for c in tensor.coords_of(op.coords.get_values()))
 
 
 def first_line(err: Exception) -> str:

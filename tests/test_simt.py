@@ -32,7 +32,7 @@ from qgc.pipeline import STAGE_PIPELINES
 from qgc.runtime.launch import LaunchError, load_launch
 from qgc.runtime.memory import Trap
 from qgc.runtime.ref import run_ref
-from qgc.runtime.simt_engine import run_simt
+from qgc.runtime.simt_engine import Residency, make_warps, run_simt
 
 SKELETON = ("dot", "vector_add")
 COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))
@@ -501,3 +501,34 @@ def test_shared_integer_kernel_on_simt(stem, suffix, capsys):
         if param["kind"] == "ptr":
             check_buffer(param["name"], param["elem"], got, expected[param["name"]],
                          info.get("checks", {}).get(param["name"], {}))
+
+
+# ------------------------------------------------------- residency
+
+def test_ctas_enter_free_warp_slots_in_grid_order():
+    """Three CTAs of two warps on five slots: two CTAs enter, the third only
+    when a whole CTA has exited, into the lowest free slots."""
+    launch = load_launch({"kernel": "k", "grid": [3, 1, 1], "block": [8, 1, 1], "args": []})
+    warps = make_warps(launch, 0, 0)
+    residency = Residency(warps, 5)
+    exited: set[int] = set()
+
+    def done(w):
+        return id(w) in exited
+
+    assert [(s, w.cta) for s, w in residency.admit(done)] == [(0, 0), (1, 0), (2, 1), (3, 1)]
+    exited.add(id(warps[2]))                 # one warp of CTA 1: its slots stay held
+    assert residency.admit(done) == []
+    exited.update((id(warps[0]), id(warps[1])))
+    assert [(s, w.cta) for s, w in residency.admit(done)] == [(0, 2), (1, 2)]
+    assert [w.cta for _, w in residency.resident()] == [2, 2, 1, 1]
+
+
+def test_a_cta_wider_than_the_warp_slots_is_refused():
+    path = SHARED / "kernels" / "scan_shfl_up_i.ptx"
+    info = json.loads(path.with_suffix(".json").read_text())
+    ctx, module = driver.load(str(path))
+    driver.apply(ctx, module, STAGE_PIPELINES["simt"])
+    with pytest.raises(LaunchError, match=r"has 8 warps; the machine holds 4 warps "
+                                          r"\(option max-warps\)"):
+        run_simt(module, load_launch(info, path.name), resident_warps=4)

@@ -1,8 +1,8 @@
 // One machine step as one step program: the record staging at layer 0 (the
-// record's slot and address, the step's warp, the bytes), the register ports
-// (register port j of lane l: a head keyed by warp and register, the key a
-// field of the EXEC token), the launch-area and memory ports (written by
-// every commit), every block's ops per lane, the outbox (a record slot per
+// record's slot and address, the step's warp, the bytes), the launch-area
+// ports, every block's register ports (in block b, register port j of lane l:
+// a head keyed by warp and register, read in b's group) and memory ports (all
+// written by every commit), every block's ops per lane, the outbox (a record slot per
 // store lane and per live-out register lane, then the preds and lanes words:
 // their valid bits side by side, per record a memory of its word and one of
 // its 9-bit address, each read back as the merge of the R reads: the value
@@ -35,15 +35,15 @@ builtin.module {
 // CHECK:        %{{.*}} = tensor.input "is_a" : !tensor.bits<1>
 // CHECK:        %{{.*}} = tensor.input "rec_a" : !tensor.bits<9>
 // CHECK:        %{{.*}} = tensor.input "exec_b" : !tensor.bits<3>
-// CHECK:        %{{.*}} = tensor.input "port_reg" : !tensor.bits<8>
-// CHECK:        %{{.*}} = tensor.input "port_en" : !tensor.bits<2>
+// CHECK-NOT:    tensor.input "port
 // CHECK:        tensor.memory @stage_a slots 1 width 19
 // CHECK:        tensor.memory @stage_w slots 1 width 3
 // CHECK:        tensor.memory @stage_b0 slots 1 width 8
-// CHECK:        tensor.memory @reg_0_0 slots 127 width 32
-// CHECK:        tensor.memory @reg_1_3 slots 127 width 32
 // CHECK:        tensor.memory @launch_0 slots 127 width 32
 // CHECK:        tensor.memory @mem_1 slots 127 width 32
+// CHECK:        tensor.memory @reg_1_0_0 slots 127 width 32
+// CHECK:        tensor.memory @reg_1_1_3 slots 127 width 32
+// CHECK:        tensor.kv_read @reg_1_1_3{{.*}} group 1
 // CHECK:        tensor.memory @outbox_valid slots 1 width 10
 // CHECK:        tensor.memory @outbox_0 slots 1 width 32
 // CHECK:        tensor.memory @outbox_a0 slots 1 width 9
