@@ -187,7 +187,43 @@ def _in_dependency_order(program: T.ProgramOp, units: list[_Unit]):
         raise _fail(program, "has a dataflow cycle through its memories")
 
 
+class _Overflow(ScheduleError):
+    def __init__(self, message: str, need: int):
+        super().__init__(message)
+        self.need = need
+
+
 def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -> None:
+    """Place every op, then allocate coordinates, trying the margins of
+    `_BUDGETS` in turn: the first schedule that fits within
+    `_LAYER_GOAL` layers stays, else the fitting one with the fewest layers;
+    when none fits, the error of the one that came closest."""
+    fits: list[tuple[int, int]] = []            # (layers, index of the budget)
+    closest: _Overflow | None = None
+    held = None                                 # the budget of the schedule in place
+    for n, (margin, strict) in enumerate(_BUDGETS):
+        try:
+            _schedule(program, hidden, intermediate, heads, hidden - margin, strict)
+        except _Overflow as err:
+            closest = err if closest is None or err.need < closest.need else closest
+            held = None
+            continue
+        if program.limit("layers") <= _LAYER_GOAL:
+            return
+        fits.append((program.limit("layers"), n))
+        held = n
+    if not fits:
+        strip_schedule(program)
+        assert closest is not None
+        raise closest
+    _, n = min(fits)
+    if n != held:
+        margin, strict = _BUDGETS[n]
+        _schedule(program, hidden, intermediate, heads, hidden - margin, strict)
+
+
+def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
+              budget: int, strict: bool) -> None:
     strip_schedule(program)
     units = list(_in_dependency_order(program, _units(program)))
     for unit in units:
@@ -202,8 +238,7 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
                                  f"@{unit.memory.memory_name}; the layers have none "
                                  "(option heads)")
     res = _Resources(intermediate)
-    placer = _Placement(program, units, res, heads,
-                        budget=hidden - _COORDINATE_MARGIN)
+    placer = _Placement(program, units, res, heads, budget, strict)
     last_half = placer.run()
     sinking = _Sinking(program, units, res, heads, last_half)
     sinking.run()
@@ -269,10 +304,10 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     next_coord = coords.next
     if next_coord > hidden:
         n_data = next_coord - len(pads)
-        raise _fail(program, f"needs {next_coord} residual coordinates ({n_data} for the flag "
-                             f"and bits, of which at most {peak_live(intervals)} bits live at "
-                             f"once, {len(pads)} pads), the layers have hidden {hidden} "
-                             "(option hidden)")
+        raise _Overflow(f"error: tensor program '{program.program_name}' needs {next_coord} "
+                        f"residual coordinates ({n_data} for the flag and bits, of which at "
+                        f"most {peak_live(intervals)} bits live at once, {len(pads)} pads), "
+                        f"the layers have hidden {hidden} (option hidden)", next_coord)
     block = program.body.block
     for op in [*clears, *pads]:
         block.add_op(op)
@@ -282,9 +317,17 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     program.set_limit("heads", heads)
 
 
-#: Coordinates the list scheduler leaves to the flag, the pads and the
-#: allocator's slack when it keeps the live bits under the hidden size.
-_COORDINATE_MARGIN = 40
+#: The budgets the list scheduler tries in turn, as (margin, strict): the
+#: coordinates it leaves to the flag, the pads and the allocator's slack when
+#: it keeps the live bits under the hidden size, and whether it also counts
+#: each later read of a merge as bits of its own (which tightens the budget
+#: as the outbox fills). A wider budget holds more units back (fewer
+#: coordinates, often more layers); how much slack the allocator needs
+#: (coordinates that one view frees and another cannot take yet) depends on
+#: the program, so no one budget suits every kernel.
+_BUDGETS = ((40, False), (150, False), (40, True), (300, False), (600, False))
+#: The layer count a schedule should stay within (the published design's).
+_LAYER_GOAL = 45
 
 #: An MLP half keeps 1/16 of its neurons from the list scheduler, for the
 #: clears that let a later read (which writes onto −1) take a dead coordinate.
@@ -303,7 +346,7 @@ class _Placement:
     anyway (the allocator then names the overflow)."""
 
     def __init__(self, program: T.ProgramOp, units: list[_Unit], res: _Resources,
-                 heads: int, budget: int) -> None:
+                 heads: int, budget: int, strict: bool = False) -> None:
         self.units, self.res = units, res
         self.heads, self.budget = heads, budget
         unit_of = {op: i for i, u in enumerate(units) for op in u.ops}
@@ -333,6 +376,11 @@ class _Placement:
                     self.succs[p].add(i)
             for b in bits:
                 self.readers[b] = self.readers.get(b, 0) + 1
+        # bits nobody reads hold no coordinate: a merge's later reads write onto
+        # its first read's bits, which its readers read (strict: count them)
+        if not strict:
+            self.outs = [[b for b in bits if b in self.readers or b in self.to_end]
+                         for bits in self.outs]
         for u in units:                         # a merge's readers wait for all its reads
             for op in u.ops:
                 merge = T.merge_of(op) if isinstance(op, T.KvReadOp) else None

@@ -408,16 +408,16 @@ def test_cli_stats_at_the_simt_level(capsys):
 
 def test_cli_stats_when_the_layers_do_not_fit(capsys, tmp_path):
     """The machine's resources stand; one line says which limit of the layers
-    the tensor level exceeds, by how much (here a config half as wide as 2B)."""
+    the tensor level exceeds, by how much (here a config a quarter as wide as 2B)."""
     config = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
-    config["hidden_size"] = 1024
+    config["hidden_size"] = 512
     (tmp_path / "narrow.json").write_text(json.dumps(config))
     assert main([str(EXAMPLES / "branchy" / "branchy.ptx"), "--stats",
                  "--base-config", str(tmp_path / "narrow.json")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert re.match(r"qgc info: kernel 'branchy' \(simt level\): \d+ blocks of 64", out[1])
     assert re.match(r"qgc info: no layer schedule: error: tensor program 'branchy_step' needs "
-                    r"\d+ residual coordinates .*the layers have hidden 1024 \(option hidden\)",
+                    r"\d+ residual coordinates .*the layers have hidden 512 \(option hidden\)",
                     out[-1]), out[-1]
     assert not any("need the tensor stage" in line for line in out)
 

@@ -127,6 +127,23 @@ def test_chain_below_its_peak_does_not_fit(chain):
         schedule(add_chain(), peak, INTERMEDIATE, HEADS)
 
 
+def test_schedule_keeps_the_budget_with_the_fewest_layers(monkeypatch):
+    """Where no budget meets the layer goal, the fitting schedule with the
+    fewest layers stays, whichever budget came first."""
+    import qgc.passes.tensor_schedule_layers as S
+
+    def layers_with(budgets) -> int:
+        monkeypatch.setattr(S, "_BUDGETS", budgets)
+        program = add_chain()
+        schedule(program, HIDDEN, INTERMEDIATE, HEADS)
+        return program.limit("layers")
+
+    alone = {b: layers_with((b,)) for b in ((40, False), (900, False))}
+    monkeypatch.setattr(S, "_LAYER_GOAL", 0)
+    for order in (((40, False), (900, False)), ((900, False), (40, False))):
+        assert layers_with(order) == min(alone.values())
+
+
 def test_chain_roundtrip_and_reschedule(ctx, chain):
     from xdsl.parser import Parser
     text = text_of(chain)
