@@ -1151,6 +1151,13 @@ class KernelOp(IRDLOperation):
     def machine_blocks(self) -> list[Block]:
         return list(self.body.blocks)
 
+    def memory_sites(self) -> list[MemoryOp]:
+        """The global and shared accesses, in program order: the ops whose
+        address the machine checks (a spill slot is in bounds by construction);
+        the tensor level's `TRAP(s, l)` names site s."""
+        return [op for block in self.body.blocks for op in block.ops
+                if isinstance(op, MemoryOp) and op.space.data in ("global", "shared")]
+
     # ------------------------------------------------------------ verifier
     def verify_(self) -> None:
         name = self.kernel_name

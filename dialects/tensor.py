@@ -1675,19 +1675,18 @@ def bit_reads(program: ProgramOp) -> dict[tuple[Operation, int], int]:
     return last_reads(program, lambda op: [(op, c) for c in _coords_prop(op) or []])
 
 
-def bit_sources(program: ProgramOp, keys, merged: str = "first"):
+def bit_sources(program: ProgramOp, keys):
     """Walk the program's ops, yielding (op, src) with `src` mapping every
     value defined so far (op's results included) to its bits, named by
     `keys(op)` for the inputs, thresholds and reads; slices and concats are
-    views, a merge's bits are its first read's (the coordinates they share)
-    or, with `merged="all"`, all its reads' side by side."""
+    views, a merge's bits are its first read's (the coordinates they share)."""
     src: dict[SSAValue, list] = {}
     for op in program.body.block.ops:
         if isinstance(op, InputOp | ThresholdOp | KvReadOp):
             src[op.result] = keys(op)
         elif isinstance(op, SliceOp):
             src[op.result] = src[op.input][op.lo.value.data:op.hi.value.data]
-        elif isinstance(op, ConcatOp) or (isinstance(op, MergeOp) and merged == "all"):
+        elif isinstance(op, ConcatOp):
             src[op.results[0]] = [b for v in op.operands for b in src[v]]
         elif isinstance(op, MergeOp):
             src[op.result] = src[op.first_read().result]

@@ -27,9 +27,13 @@ module beside it (the runtime lays memory out from it). Per token kind:
   step (after `EXEC`), the record's next byte (after `A`, `D`), the next
   record or `END`/`BAR` (after a top byte).
 
-Memory: record addresses have 9 bits (qgc.protocol): below 128 the word
-memory (`simt.kernel` `mem_words` ≤ 127), 128–255 the launch area
-(`protocol.LaunchArea`), 256–383 the registers of the executing warp.
+Memory: record addresses have 10 bits (qgc.protocol): below 512 the word
+memory, 512–639 the launch area (`protocol.LaunchArea`), 768–895 the
+registers of the executing warp. A memory head holds 127 words; a kernel
+with more (`mem_words` up to 508) keeps its memory in 2 or 4 *banks*
+interleaved by the low address bits (word a in row a >> k of bank a & (2^k − 1)),
+so every port is a head per bank and a read is the merge of the banks' reads,
+each enabled by its bank bits.
 """
 
 from __future__ import annotations
@@ -111,6 +115,7 @@ class _BlockResult:
     records: list[_Record]
     target: list[SSAValue]         # per lane: next block bits, exit, barrier (END_BITS - 0)
     preds: SSAValue | None         # the new `preds` word, or None: unchanged
+    trap: SSAValue                 # faulted, then the first fault's site and lane bits
 
 
 @dataclass
@@ -123,13 +128,16 @@ class Lowering:
     def __post_init__(self) -> None:
         self.blocks = self.kernel.machine_blocks()
         self.check_fits()
+        self.bank_bits = bank_bits(self.kernel.mem_words.value.data)
+        self.address_bits = KEY_BITS + self.bank_bits
         cfg = Cfg.of(self.kernel)
         keeps = kept_by_guarded_writes(cfg, register_access)
         self.live_in, self.live_out = liveness(cfg, register_access, keeps)
         ports = tuple(tuple(sorted(r.index.data for r in self.live_in[bl] if not r.is_pred))
                       for bl in self.blocks)
         records = max([self._record_count(bl) for bl in self.blocks] + [1])
-        self.vocab = P.Vocabulary(records, len(self.blocks), self.warps, ports)
+        self.sites = {op: i for i, op in enumerate(self.kernel.memory_sites())}
+        self.vocab = P.Vocabulary(records, len(self.blocks), self.warps, ports, len(self.sites))
         self.b = T.ProgramBuilder(f"{self.kernel.kernel_name}_step")
         self.alu = self.common_alu = Alu(self.b)
         widths = {name: len(v) for name, v in self.vocab.inputs(P.Token("END")).items()}
@@ -137,14 +145,16 @@ class Lowering:
         self.n_ports = 0
         self.launch_reads: dict[str, SSAValue] = {}
         self.param_reads: dict[int, SSAValue] = {}
+        self.bounds_of: dict[int, tuple[SSAValue, SSAValue]] = {}
 
     def check_fits(self) -> None:
         k = self.kernel
-        if k.mem_words.value.data > SLOTS:
+        if k.mem_words.value.data > P.MAX_MEMORY_WORDS:
             raise DiagnosticException(
                 f"{location_prefix(k)}error: kernel '{k.kernel_name}' has "
-                f"{k.mem_words.value.data} memory words; a memory head of the tensor "
-                f"level holds {SLOTS} (option mem-words of convert-ptx-to-simt)")
+                f"{k.mem_words.value.data} memory words; the tensor level holds "
+                f"{P.MAX_MEMORY_WORDS} ({P.MAX_MEMORY_WORDS // SLOTS} banks of {SLOTS}; "
+                f"option mem-words of convert-ptx-to-simt)")
         if not 1 <= self.warps <= MAX_WARPS:
             raise DiagnosticException(f"error: convert-simt-to-tensor: max-warps must be "
                                       f"1..{MAX_WARPS}")
@@ -244,17 +254,17 @@ class Lowering:
             parts.append(self.bits_or(b.slice(own, 8 * i, 8 * i + 8), byte))
         parts.append(b.slice(own, 8 * (P.BYTES - 1), 8 * P.BYTES))
         self.commit_word = b.concat(parts)
+        top, k = self.bit("is_top"), self.bank_bits
         self.commit_key = b.concat(addr[:KEY_BITS])
-        top = self.bit("is_top")
-        self.commit_mem = self.gate([top], [addr[7], addr[8]])
-        self.commit_launch = self.gate([top, addr[7]], [addr[8]])
+        self.commit_mem_key = b.concat(addr[k:k + KEY_BITS])
+        self.commit_mem = [self.gate([top] + ones, [addr[9]] + zeros)
+                           for ones, zeros in (split_bits(addr[:k], bank)
+                                               for bank in range(1 << k))]
+        self.commit_launch = self.gate([top, addr[9]], [addr[8]])
         self.commit_reg_key = b.concat([staged_w, *addr[:4]])
-        lane_bits = addr[5:7]
-        self.commit_reg = [self.gate([top, addr[8]] + [lane_bits[i] for i in range(2)
-                                                         if ln >> i & 1],
-                                     [addr[7]] + [lane_bits[i] for i in range(2)
-                                                  if not ln >> i & 1])
-                           for ln in range(simt.LANES)]
+        self.commit_reg = [self.gate([top, addr[9], addr[8]] + ones, zeros)
+                           for ones, zeros in (split_bits(addr[5:7], ln)
+                                               for ln in range(simt.LANES))]
 
     def exec_warp(self) -> SSAValue:
         w = self.inp["exec_w"]
@@ -262,19 +272,44 @@ class Lowering:
         return w if n == WARP_KEY_BITS else \
             self.b.concat([w, self.common_const(0, WARP_KEY_BITS - n)])
 
-    def port(self, kind: str) -> str:
-        """A new copy of the word memory or of the launch area: one head,
-        written by every commit."""
-        name = f"{kind}_{self.n_ports}"
+    def port(self, kind: str, bank: int = 0) -> str:
+        """A new copy of the launch area or of one bank of the word memory:
+        one head, written by every commit to it."""
+        banked = kind == "mem" and self.bank_bits
+        name = f"{kind}_{self.n_ports}" + (f"_b{bank}" if banked else "")
         self.n_ports += 1
         self.b.memory(name, SLOTS, WORD)
-        self.b.kv_write(name, "binary", self.commit_key, self.commit_word,
-                        self.commit_launch if kind == "launch" else self.commit_mem)
+        if kind == "launch":
+            self.b.kv_write(name, "binary", self.commit_key, self.commit_word,
+                            self.commit_launch)
+        else:
+            self.b.kv_write(name, "binary", self.commit_mem_key, self.commit_word,
+                            self.commit_mem[bank])
         return name
 
-    def read(self, key: SSAValue, enable: SSAValue | None = None, launch: bool = False
-             ) -> SSAValue:
-        return self.b.kv_read(self.port("launch" if launch else "mem"), "binary", key, enable)
+    def read_launch(self, key: SSAValue) -> SSAValue:
+        return self.b.kv_read(self.port("launch"), "binary", key)
+
+    def read(self, address: SSAValue, enable: SSAValue | None = None) -> SSAValue:
+        """The memory word at `address` (`address_bits` bits): every bank's
+        head reads its row, enabled by the bank bits; one of them gives it."""
+        k = self.bank_bits
+        if not k:
+            return self.b.kv_read(self.port("mem"), "binary", address, enable)
+        bank_of = self.bits_of(self.b.slice(address, 0, k))
+        key = self.b.slice(address, k, k + KEY_BITS)
+        reads = []
+        for bank in range(1 << k):
+            ones, zeros = split_bits(bank_of, bank)
+            en = self.gate(ones + ([enable] if enable is not None else []), zeros)
+            reads.append(self.b.kv_read(self.port("mem", bank), "binary", key, en))
+        return self.b.merge(reads)
+
+    def read_word(self, address: int) -> SSAValue:
+        """The memory word at a constant address: its bank's head alone."""
+        k = self.bank_bits
+        key = self.common_const(address >> k, KEY_BITS)
+        return self.b.kv_read(self.port("mem", address & ((1 << k) - 1)), "binary", key)
 
     def launch_word(self, what: str) -> SSAValue:
         """A launch-area word of the executing warp (read once per step, by
@@ -282,7 +317,7 @@ class Lowering:
         if what not in self.launch_reads:
             key = self.b.concat([self.common_const(LA.FIELDS.index(what), 4), self.exec_warp()])
             with self.b.ungrouped():
-                self.launch_reads[what] = self.read(key, launch=True)
+                self.launch_reads[what] = self.read_launch(key)
         return self.launch_reads[what]
 
     def launch_byte(self, what: str, index: int) -> SSAValue:
@@ -290,9 +325,8 @@ class Lowering:
 
     def param(self, offset: int) -> SSAValue:
         if offset not in self.param_reads:
-            key = self.common_const(offset, KEY_BITS)
             with self.b.ungrouped():
-                self.param_reads[offset] = self.read(key)
+                self.param_reads[offset] = self.read_word(offset)
         return self.param_reads[offset]
 
     def register_ports(self, index: int) -> list[list[SSAValue]]:
@@ -362,13 +396,14 @@ class Lowering:
         self.active = ctl.active
         records: list[_Record] = []
         self.pending: list[_Write] = []
+        self.faults: list[tuple[int, list[SSAValue]]] = []
         ops = list(block.ops)
         self.high_later = high_words_later(ops)
         for op in ops[:-1]:
             self.lower_op(op, regs, records)
         records += self.register_records(block, regs)
         preds = self.preds_word(block, regs)
-        return _BlockResult(records, self.terminator(ops[-1], regs), preds)
+        return _BlockResult(records, self.terminator(ops[-1], regs), preds, self.first_fault())
 
     def register_records(self, block: Block, regs) -> list[_Record]:
         """The registers the block writes and leaves live, lane by lane."""
@@ -640,26 +675,60 @@ class Lowering:
         return out
 
     # ------------------------------------------------------------ memory
-    def word_address(self, op, regs, ln: int, g) -> tuple[SSAValue, SSAValue, object]:
-        """(7-bit key, in the word memory, where) of a memory op's word."""
-        space, off = op.space.data, op.offset.value.data
+    def word_address(self, op, regs, ln: int, g) -> tuple[SSAValue, list[SSAValue], object]:
+        """(word address, `address_bits` bits; the checks it passes when all
+        bits are set; where) of a memory op's word: a global word inside its
+        buffer's bounds, a shared word aligned and inside the CTA's window, a
+        spill slot inside the word memory (by construction)."""
+        space, off, n = op.space.data, op.offset.value.data, self.address_bits
         if space == "spill":
             slot = ln * self.kernel.spill_size + off
             word = self.alu.add(self.launch_word("spill"), self.const(slot, WORD))
-            inside = self.none_of(self.bits_of(self.b.slice(word, KEY_BITS, WORD)))
-            return self.b.slice(word, 0, KEY_BITS), inside, ("spill", ln, off)
+            inside = self.none_of(self.bits_of(self.b.slice(word, n, WORD)))
+            return self.b.slice(word, 0, n), [inside], ("spill", ln, off)
         if space == "shared":
             byte = self.const(off & 0xFFFF_FFFF, WORD) if op.base is None else \
                 self.alu.add(self.use(regs, ln, op.base, g), self.const(off & 0xFFFF_FFFF, WORD)) \
                 if off else self.use(regs, ln, op.base, g)
-            word = self.alu.add(self.b.slice(byte, 2, 10),
-                                self.b.slice(self.launch_word("shared"), 0, 8))
-            high = self.bits_of(self.b.slice(byte, 9, WORD)) + [self.b.slice(word, 7, 8)]
-            return self.b.slice(word, 0, KEY_BITS), self.none_of(high), "shared"
+            word = self.alu.add(self.b.slice(byte, 2, n + 3),
+                                self.b.slice(self.launch_word("shared"), 0, n + 1))
+            stray = self.bits_of(self.b.slice(byte, 0, 2)) + \
+                self.bits_of(self.b.slice(byte, n + 2, WORD)) + [self.b.slice(word, n, n + 1)]
+            in_window = self.alu.setp("lt.u", self.b.slice(byte, 2, n + 2),
+                                      self.b.slice(self.launch_word("window"), 0, n))
+            return self.b.slice(word, 0, n), [self.none_of(stray), in_window], "shared"
         base = self.use(regs, ln, op.base, g)
         addr = self.alu.add(base, self.const(off & 0xFFFF_FFFF, WORD)) if off else base
-        inside = self.none_of(self.bits_of(self.b.slice(addr, KEY_BITS, WORD)))
-        return self.b.slice(addr, 0, KEY_BITS), inside, f"global {op.buffer_index}"
+        inside = self.none_of(self.bits_of(self.b.slice(addr, n, WORD)))
+        word = self.b.slice(addr, 0, n)
+        lo, end = self.bounds(op.buffer_index)
+        checks = [inside, self.alu.setp("ge.u", word, lo), self.alu.setp("lt.u", word, end)]
+        return word, checks, f"global {op.buffer_index}"
+
+    def bounds(self, buffer: int) -> tuple[SSAValue, SSAValue]:
+        """The first word of buffer `buffer` and the word after it, from its
+        bounds pair (read once per step, by every block)."""
+        if buffer not in self.bounds_of:
+            n, bw = self.address_bits, self.kernel.bounds_word(buffer)
+            lo, size = (self.b.slice(self.param(a), 0, n) for a in (bw, bw + 1))
+            with self.b.ungrouped():
+                self.bounds_of[buffer] = lo, self.common_alu.add(lo, size)
+        return self.bounds_of[buffer]
+
+    def first_fault(self) -> SSAValue:
+        """The block's trap bits: whether an access faults, then the site
+        and lane of the first fault (program order, then lane order)."""
+        width = 1 + self.vocab.site_bits + 2
+        flat = [(site, ln, f) for site, lanes in self.faults for ln, f in enumerate(lanes)]
+        if not flat:
+            return self.const(0, width)
+        faults = [f for _, _, f in flat]
+        first = self.b.threshold(faults, [({i: 1} | {j: -1 for j in range(i)}, 1)
+                                          for i in range(len(flat))])
+        codes = [site | ln << self.vocab.site_bits for site, ln, _ in flat]
+        rows = [({i: 1 for i, c in enumerate(codes) if c >> bit & 1}, 1)
+                for bit in range(width - 1)]
+        return self.b.concat([self.any_of(faults), self.b.threshold([first], rows)])
 
     def load(self, key: SSAValue, en: SSAValue, where: object) -> SSAValue:
         """The word, as the step's earlier writes left it (the last one to the
@@ -678,7 +747,14 @@ class Lowering:
         lanes = range(simt.LANES)
         guards = [self.guard_of(op, regs, ln) for ln in lanes]
         where = [self.word_address(op, regs, ln, guards[ln]) for ln in lanes]
-        ens = [self.gate([self.runs(ln, guards[ln]), where[ln][1]]) for ln in lanes]
+        runs = [self.runs(ln, guards[ln]) for ln in lanes]
+        ens = [self.gate([runs[ln], *where[ln][1]]) for ln in lanes]
+        if op in self.sites:      # runs, and fails a check
+            self.faults.append((self.sites[op], [
+                self.b.threshold([runs[ln], *where[ln][1]],
+                                 [({0: len(where[ln][1])} | {1 + i: -1 for i in
+                                                             range(len(where[ln][1]))}, 1)])
+                for ln in lanes]))
         keys = [w[0] for w in where]
         rec_addr = [self.zext(keys[ln], P.ADDRESS_BITS) for ln in lanes]
         if isinstance(op, simt.LdOp):
@@ -871,13 +947,20 @@ class Lowering:
                                           for k in range(R)])
         self.found = self.any_of([b.slice(cand, k, k + 1) for k in range(R)])
 
-    def next_token(self) -> None:
+    def next_token(self, trap: SSAValue) -> None:
+        """`trap`: the executing block's trap bits (zero but on `EXEC`): a
+        fault names `TRAP` in place of the step's first record."""
         b, N = self.b, len(self.blocks)
         is_exec, is_top = self.bit("is_exec"), self.bit("is_top")
-        out_a = self.gate([is_exec, is_top, self.found], need=2)
+        trapped = b.slice(trap, 0, 1)
+        out_a = self.gate([is_exec, is_top, self.found], [trapped], need=2)
         out_d = self.gate([self.bit("is_a"), self.bit("is_d")], [is_top], need=1)
-        out_end = self.gate([], [out_a, out_d], need=0)
-        b.output("next_kind", b.concat([out_a, out_d, self.const(0, 1), out_end]))
+        out_end = self.gate([], [out_a, out_d, trapped], need=0)
+        b.output("next_kind", b.concat([out_a, out_d, self.const(0, 1), out_end, trapped]))
+        if self.vocab.sites:
+            site_bits = self.vocab.site_bits
+            b.output("next_site", b.slice(trap, 1, 1 + site_bits))
+            b.output("next_lane", b.slice(trap, 1 + site_bits, 3 + site_bits))
         b.output("next_k", self.bits_and_bit(self.first, out_a))
         b.output("next_a", self.bits_and_bit(self.rec_addr, out_a))
         b.output("next_j", self.inp["next_j"])
@@ -906,7 +989,7 @@ class Lowering:
         results = [self.lower_block(i, bl, ctl) for i, bl in enumerate(self.blocks)]
         control = self.next_state(ctl, results)
         self.outbox([r.records for r in results], control)
-        self.next_token()
+        self.next_token(self.by_block([r.trap for r in results]))
         program = self.b.program
         if len(self.blocks) > 1:
             program.properties["groups"] = builtin.StringAttr("exec_b")
@@ -915,9 +998,26 @@ class Lowering:
             "records": builtin.IntAttr(self.vocab.records),
             "blocks": builtin.IntAttr(self.vocab.blocks),
             "warps": builtin.IntAttr(self.vocab.warps),
+            "sites": builtin.IntAttr(self.vocab.sites),
             "ports": builtin.ArrayAttr([builtin.ArrayAttr([builtin.IntAttr(r) for r in p])
                                         for p in self.vocab.ports])})
         return program
+
+
+def bank_bits(mem_words: int) -> int:
+    """log2 of the banks `mem_words` words of memory take (127 per bank)."""
+    return max(0, (-(-mem_words // SLOTS) - 1).bit_length())
+
+
+def banked_words(words: int) -> int:
+    """The memory of whole banks that holds `words` words."""
+    return SLOTS << bank_bits(words)
+
+
+def split_bits(bits: Sequence[SSAValue], value: int) -> tuple[list[SSAValue], list[SSAValue]]:
+    """`bits` split into those `value` sets and those it clears (to match it)."""
+    return ([x for i, x in enumerate(bits) if value >> i & 1],
+            [x for i, x in enumerate(bits) if not value >> i & 1])
 
 
 def high_words_later(ops: Sequence[Operation]) -> dict[simt.AluOp, bool]:
@@ -946,8 +1046,9 @@ def vocabulary_of(program: T.ProgramOp) -> P.Vocabulary:
                                   "GPU vocabulary (run convert-simt-to-tensor)")
     data = attr.data
     ports = tuple(tuple(r.data for r in p.data) for p in data["ports"].data)  # type: ignore
+    sites = data["sites"].data if "sites" in data else 0    # type: ignore
     return P.Vocabulary(*(data[k].data for k in ("records", "blocks", "warps")),  # type: ignore
-                        ports=ports)
+                        ports=ports, sites=sites)
 
 
 def remove_dead_ops(program: T.ProgramOp) -> None:

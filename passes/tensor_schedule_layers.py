@@ -350,7 +350,7 @@ class _Placement:
         self.units, self.res = units, res
         self.heads, self.budget = heads, budget
         unit_of = {op: i for i, u in enumerate(units) for op in u.ops}
-        src = _Sinking.roots(program, merged_first=True)
+        src = _Sinking.roots(program)
         self.outs: list[list[tuple[SSAValue, int]]] = [[] for _ in units]
         self.ins: list[set[tuple[SSAValue, int]]] = [set() for _ in units]
         self.readers: dict[tuple[SSAValue, int], int] = {}
@@ -510,6 +510,14 @@ class _Sinking:
         self.half = [T.half_index(u.memory if u.memory is not None else u.ops[0])
                      for u in units]
         self.src = self.roots(program)
+        # a merge's bits are its first read's; reading them reads every read's
+        also: dict[tuple[SSAValue, int], list[tuple[SSAValue, int]]] = {}
+        for op in program.ops():
+            if isinstance(op, T.MergeOp):
+                first = op.first_read()
+                for r in op.reads():
+                    for k in range(T.width_of(r.result) if r is not first else 0):
+                        also.setdefault((first.result, k), []).append((r.result, k))
         self.readers: dict[tuple[SSAValue, int], set[int]] = {}   # bit → reading units
         self.to_end: set[tuple[SSAValue, int]] = set()           # bits outputs read
         self.reads: list[set[tuple[SSAValue, int]]] = [set() for _ in units]
@@ -519,17 +527,17 @@ class _Sinking:
             elif op in self.unit_of:
                 i = self.unit_of[op]
                 bits = self.bits_read(op, self.src)
+                bits += [b for x in bits for b in also.get(x, ())]
                 self.reads[i].update(bits)
                 for b in bits:
                     self.readers.setdefault(b, set()).add(i)
 
     @staticmethod
-    def roots(program: T.ProgramOp, merged_first: bool = False
-              ) -> dict[SSAValue, list[tuple[SSAValue, int]]]:
-        """Each value's bits as (producing result, index) (`T.bit_sources`);
-        a merge's bits are all its reads' (or the first's: its coordinates)."""
+    def roots(program: T.ProgramOp) -> dict[SSAValue, list[tuple[SSAValue, int]]]:
+        """Each value's bits as (producing result, index) (`T.bit_sources`; a
+        merge's bits are its first read's: its coordinates)."""
         src: dict = {}
-        for _op, seen in T.bit_sources(program, _bit_keys, "first" if merged_first else "all"):
+        for _op, seen in T.bit_sources(program, _bit_keys):
             src = seen                       # one dict, filled as the walk goes
         return src
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from qgc import __version__
 from qgc.diagnostics import QgcError
+from qgc.pipeline import TENSOR_MEM_WORDS
+from qgc.protocol import MAX_MEMORY_WORDS
 
 ENGINES = ("ref", "simt", "tensor", "model")
 
@@ -41,6 +43,10 @@ def _compile_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-config", metavar="PATH",
                    help="Qwen3.5 text config (JSON, or a checkpoint directory) the layers "
                         "target (default: the 2B config)")
+    p.add_argument("--mem-words", type=int, metavar="N",
+                   help=f"words of machine memory (default {TENSOR_MEM_WORDS}: one bank; up "
+                        f"to {MAX_MEMORY_WORDS} in banks of 127, each memory read a head per "
+                        "bank); `qgc run` sizes it to the launch")
     _add_dump_flags(p)
     p.add_argument("--version", action="version", version=f"qgc {__version__}")
     return p
@@ -102,6 +108,12 @@ def _compile(args: argparse.Namespace) -> int:
         spec = stage_pipeline(args.emit)
     else:  # full compilation
         spec = stage_pipeline(deepest_stage())
+    if args.mem_words is not None and args.passes is None:
+        from qgc.pipeline import with_mem_words
+        if not 1 <= args.mem_words <= MAX_MEMORY_WORDS:
+            raise QgcError(f"error: --mem-words must be 1..{MAX_MEMORY_WORDS}, got "
+                           f"{args.mem_words}", status=2)
+        spec = with_mem_words(spec, args.mem_words)
     if args.base_config is not None and args.passes is None:
         from qgc.codegen import read_text_config, schedule_options
         head, sep, _ = spec.partition("tensor-schedule-layers")
@@ -214,7 +226,7 @@ def _run_tensor(ctx, module, launch):
         spec = stage_pipeline("tensor").split(",tensor-schedule-layers")[0]
         if kernels_of(module):  # a machine listing in: lower it from the simt level on
             spec = spec[spec.index("convert-simt-to-tensor"):]
-        driver.apply(ctx, module, spec)
+        driver.apply_for_launch(ctx, module, spec, launch)
     kernel = pick_kernel(module, launch.kernel)
     (program,) = [p for p in tensor.programs_of(module)
                   if p.program_name == f"{kernel.kernel_name}_step"]
@@ -235,7 +247,7 @@ def _run_model(ctx, module, launch, args):
     config = load_text_config(args.base or args.base_config)
     spec = stage_pipeline("tensor")
     spec = spec.partition("tensor-schedule-layers")[0] + schedule_options(config)
-    driver.apply(ctx, module, spec)
+    driver.apply_for_launch(ctx, module, spec, launch)
     compiled, readout, vocab, kernel = compiled_machine(module, config)
     base = load_base(args.base, config, dtype=dtype)
     base_vocab = base.config.vocab_size

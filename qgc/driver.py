@@ -61,5 +61,24 @@ def apply(ctx: Context, module: builtin.ModuleOp, spec: str,
         raise QgcError(with_snippet(str(err)), status=2) from None
 
 
+def apply_for_launch(ctx: Context, module: builtin.ModuleOp, spec: str, launch) -> None:
+    """Apply `spec` (a pipeline through `convert-ptx-to-simt`) with the machine
+    memory `launch` needs: the machine passes run with all the memory the
+    tensor level holds, then the launched kernel keeps the fewest memory banks
+    that hold the launch's words (the rest of `spec` lowers it)."""
+    from qgc import protocol
+    from qgc.pipeline import with_mem_words
+    from qgc.runtime.simt_engine import fit_memory, pick_kernel
+
+    machine, sep, rest = spec.partition(",convert-simt-to-tensor")
+    if "convert-ptx-to-simt" not in machine:
+        apply(ctx, module, spec)
+        return
+    apply(ctx, module, with_mem_words(machine, protocol.MAX_MEMORY_WORDS))
+    fit_memory(pick_kernel(module, launch.kernel), launch)
+    if sep:
+        apply(ctx, module, (sep + rest)[1:])
+
+
 def print_ir(module: builtin.ModuleOp, stream: IO[str], debuginfo: bool = False) -> None:
     print_module(module, stream, debuginfo)

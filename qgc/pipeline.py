@@ -6,6 +6,7 @@ ptx-level clean-up; `simt` and `tensor` come with their lowering passes.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,14 +29,23 @@ STAGE_PIPELINES: dict[str, str] = {
             "simt-rename-webs,simt-layout-memory,simt-allocate-registers{regs=15 preds=8},"
             "simt-form-blocks{max-ops=16 max-blocks=64}",
 }
-#: The tensor level keeps machine memory in one memory head per port (127 rows)
-#: and divides in loops of machine blocks (a 32-bit divider is too deep for one step).
-STAGE_PIPELINES["tensor"] = (STAGE_PIPELINES["simt"].replace("mem-words=1024", "mem-words=127")
+#: The tensor level keeps machine memory in one memory head per port and bank
+#: (127 rows; one bank unless asked for more, `qgc --mem-words`, or a launch
+#: needs more, `driver.apply_for_launch`) and divides in loops of machine
+#: blocks (a 32-bit divider is too deep for one step).
+TENSOR_MEM_WORDS = 127
+STAGE_PIPELINES["tensor"] = (STAGE_PIPELINES["simt"].replace("mem-words=1024",
+                                                             f"mem-words={TENSOR_MEM_WORDS}")
                              .replace("simt-rename-webs,",
                                       "simt-rename-webs,simt-expand-divrem{max-ops=16 regs=15},")
                              + ",convert-simt-to-tensor{max-warps=8},"
                              "tensor-schedule-layers{hidden=2048 intermediate=6144 heads=16}")
 ALL_STAGES = ("ptx", "simt", "tensor")
+
+
+def with_mem_words(spec: str, words: int) -> str:
+    """`spec` with `convert-ptx-to-simt`'s machine memory set to `words`."""
+    return re.sub(r"mem-words=\d+", f"mem-words={words}", spec)
 
 
 def deepest_stage() -> str:

@@ -1,26 +1,32 @@
 """The token protocol: the GPU vocabulary and what each token means.
 
 A launch runs as a stream of GPU tokens (new embedding rows of the merged
-model). Four kinds, each with its fields (docs/machine.md, "Token protocol"):
+model). Five kinds, each with its fields (docs/machine.md, "Token protocol"):
 
 - `A(k, a)`   — record header: record slot k of the current step writes the
-  machine word at address `a` (bit 7 of `a` set: the launch area);
+  machine word at address `a` (bit 9 of `a` set: the launch area or a register);
 - `D(j, top, v)` — byte j (0..3) of the current record is `v`; bytes go low
   to high and the record ends at the `top` byte (higher bytes are zero);
 - `EXEC(w, b)` — warp w executes machine block b (appended by the host);
 - `END(n)`    — the model's report that the step is over: the warp continues
   at block n, or has exited (`n == blocks`); `BAR(n)` (an `END` with `bar`
   set): every live lane of the warp waits at a barrier, and continues at
-  block n once the host has released its CTA.
+  block n once the host has released its CTA;
+- `TRAP(s, l)` — the model's report, in place of the step's records, that
+  lane l's access at memory site s (the kernel's s-th global or shared
+  `ld`/`st`/`atom`) is out of bounds or misaligned: the first faulting site
+  of the block, its lowest lane. The launch stops there.
 
-A record writes one word of machine state (`ADDRESS_BITS` = 9): addresses
-below 128 are the machine memory, 128–255 the launch area (the launch's
-geometry and each warp's control words, `LaunchArea`), 256–383 the registers
-of the executing warp (`256 + 32·lane + register`).
+A record writes one word of machine state (`ADDRESS_BITS` = 10): addresses
+below 512 are the machine memory (`MAX_MEMORY_WORDS` of them usable),
+512–639 the launch area (the launch's geometry and each warp's control words,
+`LaunchArea`), 768–895 the registers of the executing warp
+(`768 + 32·lane + register`).
 
 The launch prompt is records (the initial memory and launch area); after each
 `EXEC` the model's greedy continuation is the step's records (stores,
-registers the block leaves live, changed control words), then `END`. The
+registers the block leaves live, changed control words), then `END` (or a
+`TRAP` alone). The
 host only appends tokens, picks the next warp, releases barriers and formats
 numbers.
 
@@ -33,18 +39,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-KINDS = ("A", "D", "EXEC", "END")
-#: Bits of a record address: 128 word-memory slots, 128 launch-area slots,
-#: then the executing warp's registers.
-ADDRESS_BITS = 9
-LAUNCH_AREA = 128
-REGISTER_AREA = 256
+KINDS = ("A", "D", "EXEC", "END", "TRAP")
+#: Bits of a record address: 512 word-memory addresses, 128 launch-area
+#: slots at 512, the executing warp's registers at 768.
+ADDRESS_BITS = 10
+LAUNCH_AREA = 512
+REGISTER_AREA = 768
+#: Words of machine memory a record can address: four banks of 127 rows
+#: (a memory head keeps its 128th row unwritten).
+MAX_MEMORY_WORDS = 4 * 127
 #: Registers a lane may have at this level (keys warp + 8·register stay
 #: below the memory head's reserved slot 127).
 MAX_REGISTERS = 15
 #: Bits of a block number (`max-blocks` ≤ 64).
 BLOCK_BITS = 6
 BYTES = 4
+LANES = 4
 
 
 def register_address(lane: int, register: int) -> int:
@@ -53,11 +63,13 @@ def register_address(lane: int, register: int) -> int:
 
 class LaunchArea:
     """Launch-area slots: per warp w (< 8) sixteen words from 16·w, each a
-    control or geometry word of the warp (bytes per lane or per axis)."""
+    control or geometry word of the warp (bytes per lane or per axis; `shared`
+    and `window`: the first word and the size in words of its CTA's shared
+    window)."""
 
     STRIDE = 16
     FIELDS = ("ctaid", "ntid", "nctaid", "tid.x", "tid.y", "tid.z", "lanes", "preds",
-              "shared", "spill", "absent")
+              "shared", "spill", "absent", "window")
     #: Bits of a lane's byte in the `lanes` word: its next block relative to
     #: the warp's (XOR), exited, waiting at a barrier.
     EXITED, WAITING = 6, 7
@@ -80,6 +92,8 @@ class Token:
     w: int = 0        # EXEC: warp
     b: int = 0        # EXEC: block; END: next block (== blocks: exited)
     bar: int = 0      # END: the warp waits at a barrier
+    site: int = 0     # TRAP: the memory site
+    lane: int = 0     # TRAP: the lane
 
     def spelled(self) -> str:
         if self.kind == "A":
@@ -88,20 +102,28 @@ class Token:
             return f"D({self.j}{'*' if self.top else ''},{self.v})"
         if self.kind == "EXEC":
             return f"EXEC({self.w},{self.b})"
+        if self.kind == "TRAP":
+            return f"TRAP({self.site},{self.lane})"
         return f"{'BAR' if self.bar else 'END'}({self.b})"
 
 
 @dataclass(frozen=True)
 class Vocabulary:
     """The GPU tokens of one compiled kernel: `records` record slots per step,
-    `blocks` machine blocks, `warps` warp slots; `ports[b]`: the registers
-    block b reads from the register file, in port order. Token ids are dense from 0 (the runtime adds the base
+    `blocks` machine blocks, `warps` warp slots, `sites` memory sites that
+    can trap; `ports[b]`: the registers block b reads from the register file,
+    in port order. Token ids are dense from 0 (the runtime adds the base
     vocabulary's size)."""
 
     records: int
     blocks: int
     warps: int
     ports: tuple[tuple[int, ...], ...] = ()
+    sites: int = 0
+
+    @property
+    def site_bits(self) -> int:
+        return (self.sites - 1).bit_length() if self.sites > 1 else int(self.sites == 1)
 
     @property
     def n_ports(self) -> int:
@@ -114,7 +136,8 @@ class Vocabulary:
     @cached_property
     def _offsets(self) -> dict[str, int]:
         sizes = {"A": self.records << ADDRESS_BITS, "D": BYTES * 2 * 256,
-                 "EXEC": self.warps * self.blocks, "END": 2 * self.blocks + 1}
+                 "EXEC": self.warps * self.blocks, "END": 2 * self.blocks + 1,
+                 "TRAP": self.sites * LANES}
         out, at = {}, 0
         for kind in KINDS:
             out[kind] = at
@@ -134,6 +157,8 @@ class Vocabulary:
             return base + ((t.j * 2 + t.top) << 8) + t.v
         if t.kind == "EXEC":
             return base + t.w * self.blocks + t.b
+        if t.kind == "TRAP":
+            return base + t.site * LANES + t.lane
         return base + t.b + (self.blocks + 1) * t.bar
 
     def token(self, token_id: int) -> Token:
@@ -151,6 +176,8 @@ class Vocabulary:
             return Token("D", j=(r >> 8) // 2, top=(r >> 8) % 2, v=r & 255)
         if kind == "EXEC":
             return Token("EXEC", w=r // self.blocks, b=r % self.blocks)
+        if kind == "TRAP":
+            return Token("TRAP", site=r // LANES, lane=r % LANES)
         bar = int(r > self.blocks)
         return Token("END", b=r - (self.blocks + 1) * bar, bar=bar)
 
@@ -191,11 +218,12 @@ class Vocabulary:
 
     #: The step's outputs, in order: the fields of the token the machine names next.
     OUTPUTS = ("next_kind", "next_k", "next_a", "next_j", "next_top", "next_v", "next_end",
-               "next_bar")
+               "next_bar", "next_site", "next_lane")
 
     def output_fields(self, t: Token) -> dict[str, list[int]]:
         """The outputs that name token `t` (fields of other kinds all zero)."""
         is_a, is_d, is_end = t.kind == "A", t.kind == "D", t.kind == "END"
+        is_trap = t.kind == "TRAP"
         return {
             "next_kind": [int(t.kind == k) for k in KINDS],
             "next_k": onehot(t.k if is_a else None, self.records),
@@ -205,6 +233,8 @@ class Vocabulary:
             "next_v": bits(t.v if is_d else 0, 8),
             "next_end": onehot(t.b if is_end else None, self.blocks + 1),
             "next_bar": [int(is_end and t.bar)],
+            "next_site": bits(t.site if is_trap else 0, self.site_bits),
+            "next_lane": bits(t.lane if is_trap else 0, 2 if self.sites else 0),
         }
 
     def code(self, t: Token) -> list[int]:
@@ -228,6 +258,11 @@ class Vocabulary:
                          v=value(out["next_v"]))
         if k == "END":
             return Token("END", b=index_of(out["next_end"]), bar=out["next_bar"][0])
+        if k == "TRAP":
+            site = value(out.get("next_site", []))
+            if site >= self.sites:
+                raise ValueError(f"the output names memory site {site} of {self.sites}")
+            return Token("TRAP", site=site, lane=value(out.get("next_lane", [])))
         raise ValueError("the model never emits EXEC")
 
 

@@ -74,17 +74,16 @@ def warp_words(used: set[str], launch: Launch, layout, warp) -> dict[str, int]:
             words[f"tid.{a}"] = _bytes([t[axis] if t else 0 for t in warp.tids])
     if layout.shared_words:
         words["shared"] = layout.shared_base + warp.cta * layout.shared_words
+        words["window"] = layout.shared_words
     if layout.spill is not None:
         words["spill"] = layout.spill.word(warp.cta, warp.index * simt.LANES, 0)
     return words
 
 
-def initial_memory(kernel: simt.KernelOp, layout) -> dict[int, int]:
+def initial_memory(layout) -> dict[int, int]:
     """The record address → word of the machine memory as the launch lays it
-    out (`layout`: parameters, buffers; not the bounds pairs, which only the
-    `simt` level checks)."""
-    bounds = range(len(kernel.params), len(kernel.params) + layout.bounds)  # no traps here yet
-    return {a: w for a, w in enumerate(layout.words[:layout.total]) if a not in bounds}
+    out (`layout`: parameters, bounds pairs, buffers)."""
+    return dict(enumerate(layout.words[:layout.total]))
 
 
 def launch_area(used: set[str], launch: Launch, layout, entered) -> dict[int, int]:
@@ -140,7 +139,7 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
         return launch_area(used, launch, layout, entered)
 
     used = specials_read(kernel)
-    words = initial_memory(kernel, layout) | enter()
+    words = initial_memory(layout) | enter()
     stream: list[P.Token] = []
     memory: dict[int, int] = {}
     records = Records(memory)
@@ -176,6 +175,9 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
             nxt = expect(append(P.Token("EXEC", w=slot, b=block[w])))
             steps += 1
             while nxt.kind != "END":
+                if nxt.kind == "TRAP":
+                    stream.append(nxt)
+                    raise Trap(fault_message(kernel, launch, vocab.warps, w, nxt))
                 if nxt.kind == "EXEC" or len(stream) > 64 * max_steps:
                     raise Trap(f"trap: at token {len(stream)} the step does not end "
                                f"({nxt.spelled()})")
@@ -203,6 +205,23 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
     stats = {"tokens": len(stream), "prompt_tokens": n_prompt, "exec_steps": steps,
              "trace_tokens": len(stream) - n_prompt, "gpu_vocabulary": vocab.size}
     return TraceResult(buffers, stream, stats)
+
+
+def fault_message(kernel: simt.KernelOp, launch: Launch, warps: int, w: Warp,
+                  t: P.Token) -> str:
+    """The machine's message for the fault `TRAP(s, l)` reports (warp `w`):
+    the `simt` engine runs the launch to its first fault (the same warp
+    slots, so the same order) and names the thread, the op and the address;
+    if that fault is not the model's, the engines disagree and say so."""
+    from qgc.runtime.simt_engine import describe, run_simt
+    op = kernel.memory_sites()[t.site]
+    where = f"{describe(op)} by {w.who(t.lane)}"
+    try:
+        run_simt(kernel.parent_op(), launch, resident_warps=warps)
+    except Trap as err:
+        if where in str(err):
+            return str(err)
+    return f"trap: the machine faults at {where}, where the simt engine does not"
 
 
 def release_barriers(live: list[Warp], held: set[Warp]) -> None:

@@ -34,8 +34,8 @@ def row(name: str, ptx: Path, launch_path: Path) -> str | None:
     start = time.perf_counter()
     ctx, module = driver.load(str(ptx))
     try:
-        driver.apply(ctx, module, lower)
-    except QgcError as err:
+        driver.apply_for_launch(ctx, module, lower, launch)
+    except (QgcError, LaunchError) as err:
         if "not yet supported by the machine'" in str(err) or "f32" in str(err):
             return None
         return f"| {name} | refused: {first_line(err)} |"

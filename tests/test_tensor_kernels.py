@@ -7,7 +7,7 @@ bit for bit, and the expected ones (examples/*/expected.json, the suite's
 CI runs a few kernels that cover each machine feature (divergence and loops,
 shared memory and barriers, dynamic shared memory, warp shuffles and votes,
 2-D thread blocks, 64-bit register pairs and elements, more warps than warp
-slots: CTAs in waves); `make test-full` runs
+slots: CTAs in waves, more memory than one bank); `make test-full` runs
 them all, from both compilers (`-m full`)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from qgc import driver
 from qgc.dialects import tensor
 from qgc.passes.convert_simt_to_tensor import vocabulary_of
 from qgc.pipeline import stage_pipeline
-from qgc.runtime.launch import LaunchError, load_launch
+from qgc.runtime.launch import load_launch
 from qgc.runtime.simt_engine import pick_kernel, run_simt
 from qgc.runtime.trace import run_trace, tensor_stepper
 
@@ -31,13 +31,8 @@ LOWER_TO_TENSOR = stage_pipeline("tensor").partition(",tensor-schedule-layers")[
 #: (kernel, compiler) pairs CI runs; each covers a machine feature
 IN_CI = {("branchy", "nvcc"), ("reduce_shared", "nvcc"), ("reverse_dynshared", "clang"),
          ("warp_reduce_shfl", "clang"), ("matmul4x4", "nvcc"), ("pointer_arith64", "nvcc"),
-         ("floyd_step_i", "nvcc")}
+         ("floyd_step_i", "nvcc"), ("transpose_tiled_i", "nvcc")}
 COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))
-#: launches past a limit of the tensor level, refused with the limit's option:
-#: more than the 127 words one memory head holds
-OVER_LIMITS = {("transpose_tiled_i", "nvcc"): "mem-words",
-               ("transpose_tiled_i", "clang"): "mem-words",
-               ("red_interleaved_i", "nvcc"): "mem-words"}
 
 
 def _cases():
@@ -58,22 +53,14 @@ def _cases():
 def _params():
     for name, compiler, path, launch, expected in _cases():
         marks = [] if (name, compiler) in IN_CI else [pytest.mark.full]
-        yield pytest.param(path, launch, expected, OVER_LIMITS.get((name, compiler)),
-                           id=f"{name}-{compiler}", marks=marks)
+        yield pytest.param(path, launch, expected, id=f"{name}-{compiler}", marks=marks)
 
 
-@pytest.mark.parametrize("path, launch, expected, over_limit", list(_params()))
-def test_tensor_equals_simt(path, launch, expected, over_limit):
-    if over_limit is not None:
-        ctx, module = driver.load(str(path))
-        driver.apply(ctx, module, LOWER_TO_TENSOR)
-        (program,) = tensor.programs_of(module)
-        with pytest.raises(LaunchError, match=rf"\(option {over_limit}\)"):
-            run_trace(pick_kernel(module, None), vocabulary_of(program), launch,
-                      tensor_stepper(program, vocabulary_of(program)))
-        return
+@pytest.mark.parametrize("path, launch, expected", list(_params()))
+def test_tensor_equals_simt(path, launch, expected):
+    """(Memory sized to the launch: transpose_tiled_i takes two banks.)"""
     ctx, module = driver.load(str(path))
-    driver.apply(ctx, module, LOWER_TO_TENSOR)
+    driver.apply_for_launch(ctx, module, LOWER_TO_TENSOR, launch)
     (program,) = tensor.programs_of(module)
     vocab = vocabulary_of(program)
     ctx, simt_module = driver.load(str(path))

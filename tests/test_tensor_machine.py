@@ -5,6 +5,7 @@ run on the ideal `tensor` engine and checked against `ref` and `simt`."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,10 +16,11 @@ from qgc.cli import main
 from qgc.dialects import tensor
 from qgc.passes.convert_simt_to_tensor import vocabulary_of
 from qgc.pipeline import stage_pipeline
-from qgc.runtime.launch import load_launch
+from qgc.runtime.launch import LaunchError, load_launch
+from qgc.runtime.memory import Trap
 from qgc.runtime.ref import run_ref
-from qgc.runtime.simt_engine import pick_kernel, run_simt
-from qgc.runtime.trace import Records, prompt, run_trace, tensor_stepper
+from qgc.runtime.simt_engine import make_warps, pick_kernel, run_simt
+from qgc.runtime.trace import Records, fault_message, prompt, run_trace, tensor_stepper
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: the tensor stage without the layer schedule (the ideal engine needs none)
@@ -45,8 +47,8 @@ def compiled():
 def test_vocabulary_round_trips():
     vocab = P.Vocabulary(records=4, blocks=3, warps=8)
     tokens = vocab.tokens()
-    # A: 4 slots × 512 addresses; D: 4 bytes × top × 256; EXEC; END(0..3), BAR(0..2)
-    assert len(tokens) == vocab.size == 4 * 512 + 2048 + 8 * 3 + 4 + 3
+    # A: 4 slots × 1024 addresses; D: 4 bytes × top × 256; EXEC; END(0..3), BAR(0..2)
+    assert len(tokens) == vocab.size == 4 * 1024 + 2048 + 8 * 3 + 4 + 3
     assert all(vocab.token(vocab.id_of(t)) == t for t in tokens)
     emitted = [t for t in tokens if t.kind != "EXEC"]      # the model never emits EXEC
     assert len({tuple(vocab.code(t)) for t in emitted}) == len(emitted)
@@ -89,7 +91,8 @@ def test_dot_product_trace(compiled):
     # one EXEC step: lanes 0-2 add into c[0] (lane 3 has no element), so the
     # step's one record is lane 2's, the word 32 at c's address, then END(exit)
     assert trace == ["EXEC(0,0)", "A(2,16)", "D(0*,32)", "END(1)"]
-    assert result.stats["tokens"] == 31      # the published design needed 47
+    # the prompt: the parameters, 3 bounds pairs (the traps read them), the buffers
+    assert result.stats["tokens"] == 43      # the published design needed 47
 
 
 def test_partial_warps_and_several_ctas(compiled):
@@ -106,3 +109,107 @@ def test_cli_runs_the_tensor_engine(capsys):
     assert main(["run", str(EXAMPLES / "dot" / "dot.ptx"), "--launch",
                  str(EXAMPLES / "dot" / "launch.json"), "--engine", "tensor"]) == 0
     assert json.loads(capsys.readouterr().out) == {"buffers": [[1, 2, 3], [4, 5, 6], [32], None]}
+
+
+def vector_add_launch(n: int):
+    launch = json.loads((EXAMPLES / "vector_add" / "launch.json").read_text())
+    for arg in launch["args"][:3]:
+        arg["data"] = [i % 7 for i in range(n)]
+    launch["args"][3]["value"] = n
+    return load_launch(launch, "launch.json")
+
+
+@pytest.mark.parametrize("n, words", [(8, 127), (80, 254), (150, 508)])
+def test_memory_takes_the_banks_the_launch_needs(n, words):
+    """`apply_for_launch`: the fewest whole banks of 127 words that hold the
+    launch (10 words of parameters and bounds, then three buffers of n)."""
+    ctx, module = driver.load(str(EXAMPLES / "vector_add" / "vector_add.ptx"))
+    launch = vector_add_launch(n)
+    driver.apply_for_launch(ctx, module, LOWER_TO_TENSOR, launch)
+    kernel = pick_kernel(module, None)
+    assert kernel.mem_words.value.data == words
+    (program,) = tensor.programs_of(module)
+    banks = {name.partition("_b")[2] for name in program.memories() if name.startswith("mem_")}
+    assert len(banks) == words // 127
+
+
+def test_a_launch_past_four_banks_names_the_limit():
+    ctx, module = driver.load(str(EXAMPLES / "vector_add" / "vector_add.ptx"))
+    with pytest.raises(LaunchError, match=r"the launch needs 610 words of machine memory .*"
+                                          r"the machine has 508 \(option mem-words\)"):
+        driver.apply_for_launch(ctx, module, LOWER_TO_TENSOR, vector_add_launch(200))
+
+
+def test_cli_mem_words_option(capsys):
+    """`qgc --mem-words 254` compiles a two-bank machine; out of range is refused."""
+    dot = str(EXAMPLES / "dot" / "dot.ptx")
+    assert main([dot, "--mem-words", "254", "--emit", "tensor"]) == 0
+    out = capsys.readouterr().out
+    assert "mem_words 254" in out and re.search(r"tensor.memory @mem_\d+_b1 slots 127", out)
+    assert main([dot, "--mem-words", "509", "--emit", "tensor"]) == 2
+    assert "error: --mem-words must be 1..508, got 509" in capsys.readouterr().err
+
+
+def _faulting(name: str, change) -> tuple:
+    """The example compiled to the tensor level, and its launch changed by
+    `change` so that a thread faults."""
+    launch = json.loads((EXAMPLES / name / "launch.json").read_text())
+    change(launch)
+    launch = load_launch(launch, "launch.json")
+    ctx, module = driver.load(str(EXAMPLES / name / f"{name}.ptx"))
+    driver.apply_for_launch(ctx, module, LOWER_TO_TENSOR, launch)
+    return module, launch
+
+
+def _n(value: int):
+    def change(launch):
+        launch["args"][-1]["value"] = value
+    return change
+
+
+def _short_a(launch):
+    launch["args"][0]["data"] = launch["args"][0]["data"][:7]
+
+
+def _window(nbytes: int):
+    def change(launch):
+        launch["dynamic_shared_bytes"] = nbytes
+    return change
+
+
+@pytest.mark.parametrize("name, change, what", [
+    ("dot", _n(4), "word address 16 is outside buffer 1"),          # a[3] of 3
+    ("vector_add", _short_a, "word address 17 is outside buffer 0"),  # the second CTA
+    ("reverse_dynshared", _window(16), "shared byte address 16 is outside the CTA's 16 "
+                                       "bytes"),
+])
+def test_a_fault_traps_with_the_simt_engines_message(name, change, what):
+    """Out of bounds: the step program's `TRAP(site, lane)` in place of the
+    step's records, and the host's message is the `simt` engine's, word for
+    word (the thread, the op, the address)."""
+    module, launch = _faulting(name, change)
+    (program,) = tensor.programs_of(module)
+    vocab = vocabulary_of(program)
+    record: list = []
+    with pytest.raises(Trap) as tensor_trap:
+        run_trace(pick_kernel(module, None), vocab, launch,
+                  tensor_stepper(program, vocab, record))
+    with pytest.raises(Trap) as simt_trap:
+        run_simt(module, launch, resident_warps=vocab.warps)
+    assert str(tensor_trap.value) == str(simt_trap.value)
+    assert what in str(tensor_trap.value)
+    named = vocab.from_outputs(record[-1][1])
+    assert record[-1][0].kind == "EXEC" and named.kind == "TRAP"
+    assert pick_kernel(module, None).memory_sites()[named.site].location is not None
+
+
+def test_a_trap_the_simt_engine_does_not_make_is_said_so():
+    module, launch = _faulting("dot", _n(3))       # in bounds
+    (program,) = tensor.programs_of(module)
+    vocab = vocabulary_of(program)
+    kernel = pick_kernel(module, None)
+    warp = make_warps(launch, 0, 0)[0]
+    message = fault_message(kernel, launch, vocab.warps, warp, P.Token("TRAP", site=0, lane=1))
+    assert message.startswith("trap: the machine faults at simt.ld at ")
+    assert message.endswith("by warp 0 lane 1 (ctaid (0,0,0) tid (1,0,0)), where the simt "
+                            "engine does not")

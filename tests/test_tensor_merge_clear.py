@@ -618,3 +618,27 @@ def test_regression_two_clears_in_one_half():
     add_clear(program, clear.placed_layer, clear.cleared_coords())
     with pytest.raises(VerifyException):
         program.verify()
+
+
+def test_regression_a_merge_beside_another_operand():
+    """A threshold reading a merge and another bit `t` (which an output also
+    reads): the sinking step once took the merge's bits as all its reads' side
+    by side, so the threshold's row named a read's bit instead of `t`, and `t`
+    sank past the threshold that reads it (two memory banks, as in
+    `mem_words` 254)."""
+    b = T.ProgramBuilder("b5")
+    k, a, e = b.input("k", 1), b.input("a", 1), b.input("e", 2)
+    v = [b.input(f"v{i}", 2) for i in range(2)]
+    reads = []
+    for i in range(2):
+        b.memory(f"m{i}", 1, 2)
+        b.kv_write(f"m{i}", "binary", k, v[i])
+        reads.append(b.kv_read(f"m{i}", "binary", k, b.slice(e, i, i + 1)))
+    t = b.threshold([a], [({0: 1}, 1)])
+    c = b.threshold([b.merge(reads), t], [({0: 1, 2: 1}, 2)])
+    b.output("c", b.threshold([c], [({0: 1}, 1)]))
+    b.output("t", t)
+    b.output("a", a)
+    stock_outputs(b.program, [{"k": [0], "a": [1], "e": [0, 1], "v0": [0, 0], "v1": [1, 1]},
+                              {"k": [0], "a": [1], "e": [1, 0], "v0": [1, 1], "v1": [0, 0]}],
+                  heads=1)

@@ -5,9 +5,10 @@
 // written by every commit), every block's ops per lane, the outbox (a record slot per
 // store lane and per live-out register lane, then the preds and lanes words:
 // their valid bits side by side, per record a memory of its word and one of
-// its 9-bit address, each read back as the merge of the R reads: the value
+// its 10-bit address, each read back as the merge of the R reads: the value
 // of the current record, the address of the next valid one), the step's end
-// (block, exited, barrier) and the next-token outputs. Each block's ops are grouped by its
+// (block, exited, barrier) and the next-token outputs (a fault of the store,
+// its one memory site, names `TRAP(site, lane)` in place of the records). Each block's ops are grouped by its
 // bit of `exec_b` (zero unless it runs). The simt kernel stays in the module.
 // CHECK-GROUPED: tensor.threshold {{.*}} group 1
 // RUN: qgc-opt %s -p convert-simt-to-tensor | filecheck %s
@@ -31,12 +32,12 @@ builtin.module {
 }
 
 // CHECK:      simt.kernel @k(ptr a) lanes 4 mem_words 64
-// CHECK:      tensor.program @k_step groups "exec_b" attributes {qgc.vocab = {records = #builtin.int<10>, blocks = #builtin.int<3>, warps = #builtin.int<8>, ports = [[], [#builtin.int<0>, #builtin.int<1>], []]}} {
+// CHECK:      tensor.program @k_step groups "exec_b" attributes {qgc.vocab = {records = #builtin.int<10>, blocks = #builtin.int<3>, warps = #builtin.int<8>, sites = #builtin.int<1>, ports = [[], [#builtin.int<0>, #builtin.int<1>], []]}} {
 // CHECK:        %{{.*}} = tensor.input "is_a" : !tensor.bits<1>
-// CHECK:        %{{.*}} = tensor.input "rec_a" : !tensor.bits<9>
+// CHECK:        %{{.*}} = tensor.input "rec_a" : !tensor.bits<10>
 // CHECK:        %{{.*}} = tensor.input "exec_b" : !tensor.bits<3>
 // CHECK-NOT:    tensor.input "port
-// CHECK:        tensor.memory @stage_a slots 1 width 19
+// CHECK:        tensor.memory @stage_a slots 1 width 20
 // CHECK:        tensor.memory @stage_w slots 1 width 3
 // CHECK:        tensor.memory @stage_b0 slots 1 width 8
 // CHECK:        tensor.memory @launch_0 slots 127 width 32
@@ -46,14 +47,16 @@ builtin.module {
 // CHECK:        tensor.kv_read @reg_1_1_3{{.*}} group 1
 // CHECK:        tensor.memory @outbox_valid slots 1 width 10
 // CHECK:        tensor.memory @outbox_0 slots 1 width 32
-// CHECK:        tensor.memory @outbox_a0 slots 1 width 9
+// CHECK:        tensor.memory @outbox_a0 slots 1 width 10
 // CHECK:        tensor.memory @outbox_9 slots 1 width 32
-// CHECK:        tensor.memory @outbox_a9 slots 1 width 9
+// CHECK:        tensor.memory @outbox_a9 slots 1 width 10
 // CHECK:        tensor.merge
 // CHECK:        tensor.merge
 // CHECK:        tensor.memory @outbox_end slots 1 width 8
-// CHECK:        tensor.output "next_kind" %{{.*}} : !tensor.bits<4>
-// CHECK:        tensor.output "next_a" %{{.*}} : !tensor.bits<9>
+// CHECK:        tensor.output "next_kind" %{{.*}} : !tensor.bits<5>
+// CHECK:        tensor.output "next_site" %{{.*}} : !tensor.bits<1>
+// CHECK:        tensor.output "next_lane" %{{.*}} : !tensor.bits<2>
+// CHECK:        tensor.output "next_a" %{{.*}} : !tensor.bits<10>
 // CHECK:        tensor.output "next_end" %{{.*}} : !tensor.bits<4>
 // CHECK:        tensor.output "next_bar" %{{.*}} : !tensor.bits<1>
 
