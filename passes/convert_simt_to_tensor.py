@@ -677,9 +677,10 @@ class Lowering:
     # ------------------------------------------------------------ memory
     def word_address(self, op, regs, ln: int, g) -> tuple[SSAValue, list[SSAValue], object]:
         """(word address, `address_bits` bits; the checks it passes when all
-        bits are set; where) of a memory op's word: a global word inside its
-        buffer's bounds, a shared word aligned and inside the CTA's window, a
-        spill slot inside the word memory (by construction)."""
+        bits are set, the first that it is inside the word memory; where) of a
+        memory op's word: a global word inside its buffer's bounds, a shared
+        word aligned and inside the CTA's window, a spill slot inside the word
+        memory (by construction)."""
         space, off, n = op.space.data, op.offset.value.data, self.address_bits
         if space == "spill":
             slot = ln * self.kernel.spill_size + off
@@ -692,11 +693,12 @@ class Lowering:
                 if off else self.use(regs, ln, op.base, g)
             word = self.alu.add(self.b.slice(byte, 2, n + 3),
                                 self.b.slice(self.launch_word("shared"), 0, n + 1))
-            stray = self.bits_of(self.b.slice(byte, 0, 2)) + \
-                self.bits_of(self.b.slice(byte, n + 2, WORD)) + [self.b.slice(word, n, n + 1)]
+            aligned = self.none_of(self.bits_of(self.b.slice(byte, 0, 2)))
             in_window = self.alu.setp("lt.u", self.b.slice(byte, 2, n + 2),
                                       self.b.slice(self.launch_word("window"), 0, n))
-            return self.b.slice(word, 0, n), [self.none_of(stray), in_window], "shared"
+            inside = self.none_of(self.bits_of(self.b.slice(byte, n + 2, WORD)) +
+                                  [self.b.slice(word, n, n + 1)])
+            return self.b.slice(word, 0, n), [inside, aligned, in_window], "shared"
         base = self.use(regs, ln, op.base, g)
         addr = self.alu.add(base, self.const(off & 0xFFFF_FFFF, WORD)) if off else base
         inside = self.none_of(self.bits_of(self.b.slice(addr, n, WORD)))
@@ -748,7 +750,10 @@ class Lowering:
         guards = [self.guard_of(op, regs, ln) for ln in lanes]
         where = [self.word_address(op, regs, ln, guards[ln]) for ln in lanes]
         runs = [self.runs(ln, guards[ln]) for ln in lanes]
-        ens = [self.gate([runs[ln], *where[ln][1]]) for ln in lanes]
+        # an access inside the word memory goes ahead even if it faults: a
+        # fault names TRAP in place of the step's records, so nothing it
+        # reads or writes is kept (and the load waits for no compare)
+        ens = [self.gate([runs[ln], where[ln][1][0]]) for ln in lanes]
         if op in self.sites:      # runs, and fails a check
             self.faults.append((self.sites[op], [
                 self.b.threshold([runs[ln], *where[ln][1]],
