@@ -397,6 +397,7 @@ class Lowering:
         records: list[_Record] = []
         self.pending: list[_Write] = []
         self.faults: list[tuple[int, list[SSAValue]]] = []
+        self.bounds_of = {}
         ops = list(block.ops)
         self.high_later = high_words_later(ops)
         for op in ops[:-1]:
@@ -709,12 +710,12 @@ class Lowering:
 
     def bounds(self, buffer: int) -> tuple[SSAValue, SSAValue]:
         """The first word of buffer `buffer` and the word after it, from its
-        bounds pair (read once per step, by every block)."""
+        bounds pair, read in the block's group (once per block that accesses
+        the buffer): they live only while the block checks its accesses."""
         if buffer not in self.bounds_of:
             n, bw = self.address_bits, self.kernel.bounds_word(buffer)
-            lo, size = (self.b.slice(self.param(a), 0, n) for a in (bw, bw + 1))
-            with self.b.ungrouped():
-                self.bounds_of[buffer] = lo, self.common_alu.add(lo, size)
+            lo, size = (self.b.slice(self.read_word(a), 0, n) for a in (bw, bw + 1))
+            self.bounds_of[buffer] = lo, self.alu.add(lo, size)
         return self.bounds_of[buffer]
 
     def first_fault(self) -> SSAValue:
