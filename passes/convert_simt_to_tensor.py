@@ -56,7 +56,7 @@ from qgc.dialects import tensor as T
 from qgc.passes.simt_layout_memory import check_laid_out
 
 WORD = 32
-SLOTS = 127                    # rows of a memory head (slot 127 keeps the query exact)
+SLOTS = P.BANK_WORDS           # rows of a memory head (slot 127 keeps the query exact)
 KEY_BITS = 7
 WARP_KEY_BITS = 3
 END_BITS = P.BLOCK_BITS + 2            # next block, exited, barrier
@@ -145,7 +145,6 @@ class Lowering:
         self.n_ports = 0
         self.launch_reads: dict[str, SSAValue] = {}
         self.param_reads: dict[int, SSAValue] = {}
-        self.bounds_of: dict[int, tuple[SSAValue, SSAValue]] = {}
 
     def check_fits(self) -> None:
         k = self.kernel
@@ -397,7 +396,7 @@ class Lowering:
         records: list[_Record] = []
         self.pending: list[_Write] = []
         self.faults: list[tuple[int, list[SSAValue]]] = []
-        self.bounds_of = {}
+        self.bounds_of: dict[int, tuple[SSAValue, SSAValue]] = {}
         ops = list(block.ops)
         self.high_later = high_words_later(ops)
         for op in ops[:-1]:
@@ -721,7 +720,7 @@ class Lowering:
     def first_fault(self) -> SSAValue:
         """The block's trap bits: whether an access faults, then the site
         and lane of the first fault (program order, then lane order)."""
-        width = 1 + self.vocab.site_bits + 2
+        width = 1 + self.vocab.site_bits + P.LANE_BITS
         flat = [(site, ln, f) for site, lanes in self.faults for ln, f in enumerate(lanes)]
         if not flat:
             return self.const(0, width)
@@ -966,7 +965,7 @@ class Lowering:
         if self.vocab.sites:
             site_bits = self.vocab.site_bits
             b.output("next_site", b.slice(trap, 1, 1 + site_bits))
-            b.output("next_lane", b.slice(trap, 1 + site_bits, 3 + site_bits))
+            b.output("next_lane", b.slice(trap, 1 + site_bits, 1 + site_bits + P.LANE_BITS))
         b.output("next_k", self.bits_and_bit(self.first, out_a))
         b.output("next_a", self.bits_and_bit(self.rec_addr, out_a))
         b.output("next_j", self.inp["next_j"])

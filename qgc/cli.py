@@ -17,8 +17,7 @@ from pathlib import Path
 
 from qgc import __version__
 from qgc.diagnostics import QgcError
-from qgc.pipeline import TENSOR_MEM_WORDS
-from qgc.protocol import MAX_MEMORY_WORDS
+from qgc.protocol import BANK_WORDS, MAX_MEMORY_WORDS
 
 ENGINES = ("ref", "simt", "tensor", "model")
 
@@ -44,8 +43,8 @@ def _compile_parser() -> argparse.ArgumentParser:
                    help="Qwen3.5 text config (JSON, or a checkpoint directory) the layers "
                         "target (default: the 2B config)")
     p.add_argument("--mem-words", type=int, metavar="N",
-                   help=f"words of machine memory (default {TENSOR_MEM_WORDS}: one bank; up "
-                        f"to {MAX_MEMORY_WORDS} in banks of 127, each memory read a head per "
+                   help=f"words of machine memory (default {BANK_WORDS}: one bank; up "
+                        f"to {MAX_MEMORY_WORDS} in banks of {BANK_WORDS}, each memory read a head per "
                         "bank); `qgc run` sizes it to the launch")
     _add_dump_flags(p)
     p.add_argument("--version", action="version", version=f"qgc {__version__}")

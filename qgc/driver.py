@@ -67,15 +67,17 @@ def apply_for_launch(ctx: Context, module: builtin.ModuleOp, spec: str, launch) 
     tensor level holds, then the launched kernel keeps the fewest memory banks
     that hold the launch's words (the rest of `spec` lowers it)."""
     from qgc import protocol
+    from qgc.passes.convert_simt_to_tensor import banked_words
     from qgc.pipeline import with_mem_words
-    from qgc.runtime.simt_engine import fit_memory, pick_kernel
+    from qgc.runtime.simt_engine import memory_layout, pick_kernel
 
     machine, sep, rest = spec.partition(",convert-simt-to-tensor")
     if "convert-ptx-to-simt" not in machine:
         apply(ctx, module, spec)
         return
     apply(ctx, module, with_mem_words(machine, protocol.MAX_MEMORY_WORDS))
-    fit_memory(pick_kernel(module, launch.kernel), launch)
+    kernel = pick_kernel(module, launch.kernel)    # a launch past 508 words is refused here
+    kernel.set_limit("mem_words", banked_words(memory_layout(kernel, launch).total))
     if sep:
         apply(ctx, module, (sep + rest)[1:])
 

@@ -20,6 +20,7 @@ from xdsl.utils.exceptions import ArgSpecParseError
 
 from qgc.diagnostics import QgcError
 from qgc.passes import get_all_passes
+from qgc.protocol import BANK_WORDS
 
 #: Pipeline of each stage, cumulative; a stage missing here does not exist yet.
 #: Registers are allocated before blocks are formed: spill code lengthens blocks.
@@ -33,7 +34,7 @@ STAGE_PIPELINES: dict[str, str] = {
 #: (127 rows; one bank unless asked for more, `qgc --mem-words`, or a launch
 #: needs more, `driver.apply_for_launch`) and divides in loops of machine
 #: blocks (a 32-bit divider is too deep for one step).
-TENSOR_MEM_WORDS = 127
+TENSOR_MEM_WORDS = BANK_WORDS
 STAGE_PIPELINES["tensor"] = (STAGE_PIPELINES["simt"].replace("mem-words=1024",
                                                              f"mem-words={TENSOR_MEM_WORDS}")
                              .replace("simt-rename-webs,",

@@ -45,9 +45,10 @@ KINDS = ("A", "D", "EXEC", "END", "TRAP")
 ADDRESS_BITS = 10
 LAUNCH_AREA = 512
 REGISTER_AREA = 768
-#: Words of machine memory a record can address: four banks of 127 rows
-#: (a memory head keeps its 128th row unwritten).
-MAX_MEMORY_WORDS = 4 * 127
+#: Words of a memory bank: the rows of one memory head (its 128th row stays
+#: unwritten); a record can address four banks.
+BANK_WORDS = 127
+MAX_MEMORY_WORDS = 4 * BANK_WORDS
 #: Registers a lane may have at this level (keys warp + 8·register stay
 #: below the memory head's reserved slot 127).
 MAX_REGISTERS = 15
@@ -55,6 +56,7 @@ MAX_REGISTERS = 15
 BLOCK_BITS = 6
 BYTES = 4
 LANES = 4
+LANE_BITS = 2
 
 
 def register_address(lane: int, register: int) -> int:
@@ -123,7 +125,7 @@ class Vocabulary:
 
     @property
     def site_bits(self) -> int:
-        return (self.sites - 1).bit_length() if self.sites > 1 else int(self.sites == 1)
+        return max(1, (self.sites - 1).bit_length()) if self.sites else 0
 
     @property
     def n_ports(self) -> int:
@@ -234,7 +236,7 @@ class Vocabulary:
             "next_end": onehot(t.b if is_end else None, self.blocks + 1),
             "next_bar": [int(is_end and t.bar)],
             "next_site": bits(t.site if is_trap else 0, self.site_bits),
-            "next_lane": bits(t.lane if is_trap else 0, 2 if self.sites else 0),
+            "next_lane": bits(t.lane if is_trap else 0, LANE_BITS if self.sites else 0),
         }
 
     def code(self, t: Token) -> list[int]:

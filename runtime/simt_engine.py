@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, IntegerAttr, i64
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr
 from xdsl.ir import Block, Operation
 
 from qgc.dialects import ptx, simt
@@ -286,15 +286,6 @@ class Warp:
     def who(self, lane: int) -> str:
         return (f"warp {self.index} lane {lane} (ctaid {_xyz(self.ctaid)} "
                 f"tid {_xyz(self.tids[lane] or (0, 0, 0))})")
-
-
-def fit_memory(kernel: simt.KernelOp, launch: Launch) -> None:
-    """Give `kernel` the machine memory of the tensor level that holds the
-    launch: the fewest whole banks of 127 words (a launch past the kernel's
-    own memory is refused, naming the limit)."""
-    from qgc.passes.convert_simt_to_tensor import banked_words
-    kernel.properties["mem_words"] = IntegerAttr(
-        banked_words(memory_layout(kernel, launch).total), i64)
 
 
 def _xyz(v: tuple[int, int, int]) -> str:

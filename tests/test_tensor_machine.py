@@ -19,7 +19,7 @@ from qgc.pipeline import stage_pipeline
 from qgc.runtime.launch import LaunchError, load_launch
 from qgc.runtime.memory import Trap
 from qgc.runtime.ref import run_ref
-from qgc.runtime.simt_engine import make_warps, pick_kernel, run_simt
+from qgc.runtime.simt_engine import describe, make_warps, pick_kernel, run_simt
 from qgc.runtime.trace import Records, fault_message, prompt, run_trace, tensor_stepper
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -200,7 +200,9 @@ def test_a_fault_traps_with_the_simt_engines_message(name, change, what):
     assert what in str(tensor_trap.value)
     named = vocab.from_outputs(record[-1][1])
     assert record[-1][0].kind == "EXEC" and named.kind == "TRAP"
-    assert pick_kernel(module, None).memory_sites()[named.site].location is not None
+    site = pick_kernel(module, None).memory_sites()[named.site]
+    assert f"{describe(site)} by warp" in str(tensor_trap.value)
+    assert f" lane {named.lane} (" in str(tensor_trap.value)
 
 
 def test_a_trap_the_simt_engine_does_not_make_is_said_so():

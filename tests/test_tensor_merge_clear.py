@@ -538,19 +538,26 @@ def stock_outputs(program: T.ProgramOp, tokens, heads: int):
     check_outputs(compiled, StockRun(compiled, "float32").prefill(h), expected)  # ... but wrong
 
 
-def test_regression_merge_bits_nobody_reads_are_reused_too_early():
-    b = T.ProgramBuilder("b1")
-    k, a, e = b.input("k", 1), b.input("a", 1), b.input("e", 2)
-    v = [b.input(f"v{i}", 2) for i in range(2)]
+def two_merged_reads(name: str):
+    """A program with inputs k, a, e (2 bits), v0, v1 (2 bits each): one-slot
+    memories m0, m1 written from v0, v1, read when e's bit i is set; returns
+    the builder, the inputs by name and the merge of the two reads."""
+    b = T.ProgramBuilder(name)
+    x = {n: b.input(n, w) for n, w in (("k", 1), ("a", 1), ("e", 2), ("v0", 2), ("v1", 2))}
     reads = []
     for i in range(2):
         b.memory(f"m{i}", 1, 2)
-        b.kv_write(f"m{i}", "binary", k, v[i])
-        reads.append(b.kv_read(f"m{i}", "binary", k, b.slice(e, i, i + 1)))
-    b.output("r0", b.slice(b.merge(reads), 0, 1))     # bit 1 of the merge: never read
-    b.output("v", b.concat(v))
-    b.output("e", e)
-    t = b.threshold([a], [({0: 1}, 1)] * 2)            # mlp 0
+        b.kv_write(f"m{i}", "binary", x["k"], x[f"v{i}"])
+        reads.append(b.kv_read(f"m{i}", "binary", x["k"], b.slice(x["e"], i, i + 1)))
+    return b, x, b.merge(reads)
+
+
+def test_regression_merge_bits_nobody_reads_are_reused_too_early():
+    b, x, merged = two_merged_reads("b1")
+    b.output("r0", b.slice(merged, 0, 1))     # bit 1 of the merge: never read
+    b.output("v", b.concat([x["v0"], x["v1"]]))
+    b.output("e", x["e"])
+    t = b.threshold([x["a"]], [({0: 1}, 1)] * 2)            # mlp 0
     b.output("t", b.threshold([t], [({0: 1, 1: 1}, 1)]))  # mlp 1
     stock_outputs(b.program, [{"k": [0], "a": [0], "e": [0, 1], "v0": [0, 0], "v1": [1, 1]}],
                   heads=1)
@@ -626,19 +633,12 @@ def test_regression_a_merge_beside_another_operand():
     by side, so the threshold's row named a read's bit instead of `t`, and `t`
     sank past the threshold that reads it (two memory banks, as in
     `mem_words` 254)."""
-    b = T.ProgramBuilder("b5")
-    k, a, e = b.input("k", 1), b.input("a", 1), b.input("e", 2)
-    v = [b.input(f"v{i}", 2) for i in range(2)]
-    reads = []
-    for i in range(2):
-        b.memory(f"m{i}", 1, 2)
-        b.kv_write(f"m{i}", "binary", k, v[i])
-        reads.append(b.kv_read(f"m{i}", "binary", k, b.slice(e, i, i + 1)))
-    t = b.threshold([a], [({0: 1}, 1)])
-    c = b.threshold([b.merge(reads), t], [({0: 1, 2: 1}, 2)])
+    b, x, merged = two_merged_reads("b5")
+    t = b.threshold([x["a"]], [({0: 1}, 1)])
+    c = b.threshold([merged, t], [({0: 1, 2: 1}, 2)])
     b.output("c", b.threshold([c], [({0: 1}, 1)]))
     b.output("t", t)
-    b.output("a", a)
+    b.output("a", x["a"])
     stock_outputs(b.program, [{"k": [0], "a": [1], "e": [0, 1], "v0": [0, 0], "v1": [1, 1]},
                               {"k": [0], "a": [1], "e": [1, 0], "v0": [1, 1], "v1": [0, 0]}],
                   heads=1)
