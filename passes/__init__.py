@@ -12,6 +12,7 @@ _PASSES = {
     "convert-ptx-to-simt": ("convert_ptx_to_simt", "ConvertPtxToSimtPass"),
     "simt-if-convert": ("simt_if_convert", "SimtIfConvertPass"),
     "simt-rename-webs": ("simt_rename_webs", "SimtRenameWebsPass"),
+    "simt-cse": ("simt_cse", "SimtCsePass"),
     "simt-expand-divrem": ("simt_expand_divrem", "SimtExpandDivremPass"),
     "simt-layout-memory": ("simt_layout_memory", "SimtLayoutMemoryPass"),
     "simt-form-blocks": ("simt_form_blocks", "SimtFormBlocksPass"),

@@ -410,10 +410,25 @@ class Lowering:
         out = []
         for r in self.written_live_out(block):
             for ln in range(simt.LANES):
-                entry = regs[ln][r]
                 address = self.const(P.register_address(ln, r.index.data), P.ADDRESS_BITS)
-                out.append(_Record(self.active[ln], address, self.materialise(entry, None)))
+                valid, value = self.record_of(regs[ln][r], ln, r)
+                out.append(_Record(valid, address, value))
         return out
+
+    def record_of(self, entry: _Reg, lane: int, r: simt.RegAttr) -> tuple[SSAValue, SSAValue]:
+        """(valid, value) of a register's record. A value written under one
+        guard over the register as it came in is recorded where the guard
+        holds, not merged with the old value: the block then need not keep the
+        register's old value to its end (a guarded early return guards every
+        op of a kernel)."""
+        came_in = entry.fallback is None or (entry.fallback.guard is None and
+                                             entry.fallback.value is self.initial[lane].get(r))
+        if entry.guard is None or not came_in:
+            return self.active[lane], self.materialise(entry, None)
+        p, negated = entry.guard
+        valid = self.gate([self.active[lane]], [p]) if negated else \
+            self.gate([self.active[lane], p])
+        return valid, entry.value
 
     def preds_word(self, block: Block, regs) -> SSAValue | None:
         """The new `preds` word when the block writes a predicate it leaves live."""

@@ -201,9 +201,9 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     fits: list[tuple[int, int]] = []            # (layers, index of the budget)
     closest: _Overflow | None = None
     held = None                                 # the budget of the schedule in place
-    for n, (margin, strict) in enumerate(_BUDGETS):
+    for n, budget in enumerate(_BUDGETS):
         try:
-            _schedule(program, hidden, intermediate, heads, hidden - margin, strict)
+            _schedule(program, hidden, intermediate, heads, budget)
         except _Overflow as err:
             closest = err if closest is None or err.need < closest.need else closest
             held = None
@@ -218,12 +218,11 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
         raise closest
     _, n = min(fits)
     if n != held:
-        margin, strict = _BUDGETS[n]
-        _schedule(program, hidden, intermediate, heads, hidden - margin, strict)
+        _schedule(program, hidden, intermediate, heads, _BUDGETS[n])
 
 
 def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
-              budget: int, strict: bool) -> None:
+              budget: _Budget) -> None:
     strip_schedule(program)
     units = list(_in_dependency_order(program, _units(program)))
     for unit in units:
@@ -238,7 +237,8 @@ def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
                                  f"@{unit.memory.memory_name}; the layers have none "
                                  "(option heads)")
     res = _Resources(intermediate)
-    placer = _Placement(program, units, res, heads, budget, strict)
+    placer = _Placement(program, units, res, heads, hidden - budget.margin, budget.strict,
+                        budget.in_order)
     last_half = placer.run()
     sinking = _Sinking(program, units, res, heads, last_half)
     sinking.run()
@@ -317,15 +317,30 @@ def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
     program.set_limit("heads", heads)
 
 
-#: The budgets the list scheduler tries in turn, as (margin, strict): the
-#: coordinates it leaves to the flag, the pads and the allocator's slack when
-#: it keeps the live bits under the hidden size, and whether it also counts
-#: each later read of a merge as bits of its own (which tightens the budget
-#: as the outbox fills). A wider budget holds more units back (fewer
-#: coordinates, often more layers); how much slack the allocator needs
-#: (coordinates that one view frees and another cannot take yet) depends on
-#: the program, so no one budget suits every kernel.
-_BUDGETS = ((40, False), (150, False), (40, True), (300, False), (600, False))
+@dataclass(frozen=True)
+class _Budget:
+    """How the list scheduler keeps the live bits under the hidden size.
+
+    `margin`: the coordinates it leaves to the flag, the pads and the
+    allocator's slack; `strict`: it also counts each later read of a merge as
+    bits of its own (which tightens the budget as the outbox fills);
+    `in_order`: units go in program order rather than longest chain first,
+    and a unit that does not fit holds back the later ones of its view, so
+    one circuit finishes before the next starts (the lowering emits each op's
+    circuit whole), where side by side they would not fit (several
+    multipliers in one block) — more layers, far fewer live bits."""
+
+    margin: int
+    strict: bool = False
+    in_order: bool = False
+
+
+#: The budgets the list scheduler tries in turn. A wider margin holds more
+#: units back (fewer coordinates, often more layers); how much slack the
+#: allocator needs (coordinates that one view frees and another cannot take
+#: yet) depends on the program, so no one budget suits every kernel.
+_BUDGETS = (_Budget(40), _Budget(150), _Budget(40, strict=True), _Budget(300), _Budget(600),
+            _Budget(150, in_order=True), _Budget(300, in_order=True))
 #: The layer count a schedule should stay within (the published design's).
 _LAYER_GOAL = 45
 
@@ -346,8 +361,11 @@ class _Placement:
     anyway (the allocator then names the overflow)."""
 
     def __init__(self, program: T.ProgramOp, units: list[_Unit], res: _Resources,
-                 heads: int, budget: int, strict: bool = False) -> None:
+                 heads: int, budget: int, strict: bool = False, in_order: bool = False) -> None:
         self.units, self.res = units, res
+        self.in_order = in_order
+        #: halves without a placement before the best candidate goes anyway
+        self.patience = 1 if in_order else 2
         self.heads, self.budget = heads, budget
         unit_of = {op: i for i, u in enumerate(units) for op in u.ops}
         src = _Sinking.roots(program)
@@ -410,18 +428,24 @@ class _Placement:
             is_mlp = h % 2 == 1
             cands = sorted((i for i in ready if ready_at[i] <= h
                             and (self.units[i].memory is None) == is_mlp),
-                           key=lambda i: (-self.height[i], i))
+                           key=lambda i: i if self.in_order else (-self.height[i], i))
             went = []
             # units that free as many bits as they make first, then the others
             deltas = {i: self._delta(i, left, is_mlp) for i in cands}
             cands.sort(key=lambda i: sum(deltas[i].values()) > 0)
             forced = min(cands, key=lambda i: (sum(deltas[i].values()), -self.height[i]),
-                         default=None) if stall >= 2 else None
+                         default=None) if stall >= self.patience else None
+            held: set[int | None] = set()      # in order: views whose next unit waits
             for i in cands:
                 if not self._fits(i, h):
                     continue
                 delta = self._delta(i, left, is_mlp)
+                view = self._view(i)
+                if held & {view, None} and i != forced and sum(delta.values()) > 0:
+                    continue
                 if not (self._within(live, delta) or sum(delta.values()) <= 0 or i == forced):
+                    if self.in_order:
+                        held.add(view)
                     continue
                 self._place(i, h)
                 went.append(i)
@@ -445,6 +469,12 @@ class _Placement:
                                     f"be placed in half {h} (neurons or heads)")
             h += 1
         return last
+
+    def _view(self, i: int) -> int | None:
+        """The view a unit's bits are in (a memory's: its reads')."""
+        groups = {getattr(op, "group_index", None) for op in self.units[i].ops
+                  if isinstance(op, T.ThresholdOp | T.KvReadOp)}
+        return groups.pop() if len(groups) == 1 else None
 
     def _fits(self, i: int, h: int) -> bool:
         unit = self.units[i]

@@ -27,7 +27,7 @@ from qgc.protocol import BANK_WORDS
 STAGE_PIPELINES: dict[str, str] = {
     "ptx": "ptx-remove-dead-functions",
     "simt": "ptx-remove-dead-functions,convert-ptx-to-simt{mem-words=1024},simt-if-convert,"
-            "simt-rename-webs,simt-layout-memory,simt-allocate-registers{regs=15 preds=8},"
+            "simt-rename-webs,simt-cse,simt-layout-memory,simt-allocate-registers{regs=15 preds=8},"
             "simt-form-blocks{max-ops=16 max-blocks=64}",
 }
 #: The tensor level keeps machine memory in one memory head per port and bank
