@@ -20,7 +20,8 @@ for a scalar.
 Families (FAMILIES):
   int32   straight-line 32-bit integer DAGs: add sub mul.lo/hi mad.lo and or xor not
           neg shl shr(.b32/.u32/.s32, immediate and register amounts, >= 32 too)
-          min max abs popc clz brev setp(every comparison)+selp div rem mov
+          min max abs popc clz brev setp(every comparison)+selp div rem mov, and
+          earlier ops again (commuted, or through a copy of a source)
   f32     straight-line f32: add sub mul (with and without .rn) fma.rn div.rn sqrt.rn
           abs neg min max setp(ordered, unordered, num, nan)+selp mov mov.b32(f32 bits)
           cvt.rn.f32.s32 cvt.rzi.s32.f32, hex immediates 0fXXXXXXXX; x/x, x*inf, x+inf
@@ -1087,8 +1088,37 @@ def i_divrem(draw, k, pool, dst):
     k.emit(op, (), ty, dst, a, _safe_divisor(draw, k, pool, ty, a))
 
 
+#: 32-bit ops that `i_repeat` may issue again, and those whose two sources commute
+_REPEATABLE = {"add", "sub", "mul", "mad", "and", "or", "xor", "not", "neg", "abs", "popc",
+               "clz", "brev", "shl", "shr", "min", "max", "mov"}
+_COMMUTING = {"add", "mul", "and", "or", "xor", "min", "max"}
+
+
+def i_repeat(draw, k, pool, dst):
+    """An earlier op of the pool's registers again (sources commuted where they
+    commute), directly or through a copy of a source: common subexpressions."""
+    earlier = [x for x in k.code if isinstance(x, Inst) and x.op in _REPEATABLE and
+               x.guard is None and "wide" not in x.mods and x.args[0] in pool.b32 and
+               all(t.endswith("32") for t in x.types) and
+               all(isinstance(a, Imm) or a in pool.b32 for a in x.args[1:])]
+    if not earlier:
+        i_mov(draw, k, pool, dst)
+        return
+    x = draw(st.sampled_from(earlier))
+    srcs = list(x.args[1:])
+    if x.op in _COMMUTING and len(srcs) == 2 and _one_in(draw, 2):
+        srcs.reverse()
+    regs = [i for i, a in enumerate(srcs) if isinstance(a, Reg)]
+    if regs and _one_in(draw, 2):
+        i = draw(st.sampled_from(regs))
+        copy = k.reg("b32")
+        k.emit("mov", (), "b32", copy, srcs[i])
+        srcs[i] = copy
+    k.emit(x.op, x.mods, x.types, dst, *srcs)
+
+
 INT32_OPS = (i_arith, i_arith, i_mul, i_mad, i_logic, i_unary, i_shift, i_shift, i_minmax,
-             i_select, i_select, i_select, i_divrem, i_mov)
+             i_select, i_select, i_select, i_divrem, i_mov, i_repeat, i_repeat)
 
 
 def _int_op(draw, k: Kernel, pool: Pool, dst: Reg | None = None,
