@@ -532,6 +532,12 @@ class MachineOp(IRDLOperation):
         for name, value in list(self.properties.items()):
             self.properties[name] = _rename(value, mapping)
 
+    def replace_sources(self, mapping: dict[RegAttr, RegAttr]) -> None:
+        """Rename the registers the op reads, not its destination or guard."""
+        for name, value in list(self.properties.items()):
+            if name not in ("dst", "guard"):
+                self.properties[name] = _rename(value, mapping)
+
     def verify_(self) -> None:
         pass
 

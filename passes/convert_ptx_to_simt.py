@@ -40,6 +40,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from qgc import legalize as lg
+from qgc.dataflow import sweep_dead_ops
 from qgc.dialects import ptx, simt
 from qgc.dialects.simt import GuardAttr, RegAttr
 from qgc.legalize import Emitter, Wide, to_i32
@@ -184,7 +185,7 @@ class _Selector:
                 term = simt.ExitOp()
             block.add_op(term)
         blocks += exit_block
-        _sweep_dead_ops(blocks)
+        sweep_dead_ops(blocks)
         if pblocks and any(isinstance(t, simt.NextOp | simt.BranchOp) and
                            blocks[0] in t.successors
                            for b in blocks for t in [b.last_op]):
@@ -1014,43 +1015,6 @@ class _Selector:
         self.define_wide(inst, dst.name, Wide("ptr", own, ptr.prov, stable=single))
         e.ops.append(simt.AluOp(base, own, [ptr.vreg, words], guard))
         return e.ops
-
-
-#: Ops without an effect beyond their destination (a load may trap, so it stays).
-PURE_OPS = (simt.AluOp, simt.SetpOp, simt.PredOp, simt.SpecialOp, simt.WarpOp)
-
-
-def _sweep_dead_ops(blocks: list[Block]) -> None:
-    """Remove the pure ops whose results nothing effective reads: a
-    flow-insensitive mark from memory ops and branch conditions (a register
-    read anywhere keeps every op that writes it), so the high words of a
-    64-bit index used only in addresses cost nothing, loops included."""
-    writers: dict[RegAttr, list[Operation]] = {}
-    work: list[Operation] = []
-    for block in blocks:
-        for op in block.ops:
-            if isinstance(op, simt.MachineOp):
-                for r in op.defs():
-                    writers.setdefault(r, []).append(op)
-            if not isinstance(op, PURE_OPS):
-                work.append(op)
-    live_ops: set[Operation] = set(work)
-    live_regs: set[RegAttr] = set()
-    while work:
-        op = work.pop()
-        uses = op.uses() if isinstance(op, simt.MachineOp | simt.BranchOp) else []
-        for r in uses:
-            if r not in live_regs:
-                live_regs.add(r)
-                for w in writers.get(r, []):
-                    if w not in live_ops:
-                        live_ops.add(w)
-                        work.append(w)
-    for block in blocks:
-        for op in list(block.ops):
-            if isinstance(op, PURE_OPS) and op not in live_ops:
-                op.detach()
-                op.erase()
 
 
 def _pointer_uses(insts: list[ptx.InstOp],

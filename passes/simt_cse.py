@@ -6,7 +6,8 @@ the same sources (in either order for a commutative opcode), under the same
 guard — becomes a copy of the earlier result, and the sources of later
 lane-local ops read through copies (`mov d, s` under the guard they run
 under: a guarded copy holds `s` only where its guard does). Pure ops whose
-result nobody reads are then erased, kernel-wide.
+result nothing effective reads are then swept, kernel-wide
+(`qgc.dataflow.sweep_dead_ops`, as instruction selection does).
 
 Instruction selection splits 64-bit arithmetic into 32-bit words with copies
 between them (`bfi.b64` of two words, `mul.hi.u64` of two word pairs), and a
@@ -21,13 +22,14 @@ layout and register allocation.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.ir import Attribute, Block, Operation
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from qgc.dataflow import sweep_dead_ops
 from qgc.dialects import simt
 from qgc.dialects.simt import GuardAttr, RegAttr
 
@@ -35,7 +37,6 @@ from qgc.dialects.simt import GuardAttr, RegAttr
 COMMUTATIVE = frozenset({"add", "mul.lo", "mul.hi.u", "mul.hi.s", "and", "or", "xor",
                          "min.s", "min.u", "max.s", "max.u"})
 
-_PURE = (simt.AluOp, simt.SetpOp, simt.SpecialOp)
 #: Ops whose register sources are read in their own lane only (a warp op
 #: reads other lanes', where the copy's guard may not hold).
 _LANE_LOCAL = (simt.AluOp, simt.SetpOp, simt.PredOp, simt.MemoryOp)
@@ -55,27 +56,9 @@ def _key(op: Operation) -> Hashable | None:
     return None
 
 
-def _reads(key: Hashable) -> set[RegAttr]:
-    """The registers a value-number key depends on (its sources and guard)."""
-    found: set[RegAttr] = set()
-
-    def walk(x) -> None:
-        if isinstance(x, RegAttr):
-            found.add(x)
-        elif isinstance(x, GuardAttr):
-            found.add(x.pred)
-        elif isinstance(x, tuple):
-            for y in x:
-                walk(y)
-    walk(key)
-    return found
-
-
 def _copy_source(op: Operation) -> RegAttr | None:
-    if isinstance(op, simt.AluOp) and op.opcode.data == "mov":
-        src = op.srcs.data[0]
-        return src if isinstance(src, RegAttr) else None
-    if isinstance(op, simt.PredOp) and op.opcode.data == "mov":
+    """The register a `mov` (of a value or a predicate) copies."""
+    if isinstance(op, simt.AluOp | simt.PredOp) and op.opcode.data == "mov":
         src = op.srcs.data[0]
         return src if isinstance(src, RegAttr) else None
     return None
@@ -88,70 +71,56 @@ def _copy_of(op: Operation, dst: RegAttr, src: RegAttr) -> Operation:
     return simt.AluOp("mov", dst, [src], op.guard)  # type: ignore[arg-type]
 
 
-def _read_through(op: Operation, copies: dict[RegAttr, tuple[RegAttr, Attribute | None]]) -> None:
-    """Rename `op`'s sources (not its destination or guard) to what they copy."""
-    mapping = {dst: src for dst, (src, guard) in copies.items() if guard == op.guard}
-    if not mapping:
-        return
-    for name, value in list(op.properties.items()):
-        if name not in ("dst", "guard"):
-            op.properties[name] = simt._rename(value, mapping)
+@dataclass
+class _Numbering:
+    """What one block has computed so far: each value's register (with the
+    registers it was computed from, guard included), and the live copies
+    (`dst → (src, guard)`)."""
+
+    available: dict[Hashable, tuple[RegAttr, frozenset[RegAttr]]] = field(default_factory=dict)
+    copies: dict[RegAttr, tuple[RegAttr, GuardAttr | None]] = field(default_factory=dict)
+
+    def read_through(self, op: simt.MachineOp) -> None:
+        """Rename `op`'s sources to what they copy under `op`'s own guard."""
+        mapping = {dst: src for dst, (src, guard) in self.copies.items() if guard == op.guard}
+        if mapping:
+            op.replace_sources(mapping)
+
+    def forget(self, d: RegAttr) -> None:
+        """`d` is written: what it held, or was computed from, is gone."""
+        self.copies = {k: v for k, v in self.copies.items()
+                       if d not in (k, v[0]) and (v[1] is None or v[1].pred != d)}
+        self.available = {k: v for k, v in self.available.items()
+                          if v[0] != d and d not in v[1]}
 
 
-def number_block(block: Block) -> int:
-    """Value-number one block; returns how many ops became copies."""
-    available: dict[Hashable, RegAttr] = {}
-    copies: dict[RegAttr, tuple[RegAttr, Attribute | None]] = {}
-    replaced = 0
+def number_block(block: Block) -> None:
+    """Value-number one block."""
+    known = _Numbering()
     for op in list(block.ops):
         if not isinstance(op, simt.MachineOp):
             continue
         if isinstance(op, _LANE_LOCAL):
-            _read_through(op, copies)
+            known.read_through(op)
         key = _key(op)
         dst = op.defs()[0] if op.defs() else None
-        if key is not None and key in available and dst is not None:
-            new = _copy_of(op, dst, available[key])
+        if key is not None and key in known.available and dst is not None:
+            new = _copy_of(op, dst, known.available[key][0])
             block.insert_op_before(new, op)
             op.detach()
             op.erase()
             op, key = new, None
-            replaced += 1
-        if _copy_source(op) == dst and dst is not None:       # mov r, r
+        src = _copy_source(op)
+        if dst is not None and src == dst:                   # mov r, r
             op.detach()
             op.erase()
             continue
         for d in op.defs():
-            copies = {k: v for k, v in copies.items() if d not in (k, v[0]) and
-                      (v[1] is None or v[1].pred != d)}
-            available = {k: v for k, v in available.items() if v != d and d not in _reads(k)}
-        src = _copy_source(op)
-        if dst is not None and src is not None and src != dst:
-            copies[dst] = (src, op.guard)
-        elif key is not None and dst is not None and dst not in _reads(key):
-            available[key] = dst
-    return replaced
-
-
-def erase_dead(kernel: simt.KernelOp) -> int:
-    """Erase pure ops (and copies) whose result no op reads; returns how many."""
-    erased = 0
-    while True:
-        used: set[RegAttr] = set()
-        for block in kernel.body.blocks:
-            for op in block.ops:
-                if isinstance(op, simt.MachineOp):
-                    used.update(op.uses())
-                elif isinstance(op, simt.BranchOp):
-                    used.add(op.cond.pred)
-        dead = [op for block in kernel.body.blocks for op in block.ops
-                if isinstance(op, (*_PURE, simt.PredOp)) and op.defs()[0] not in used]
-        if not dead:
-            return erased
-        for op in dead:
-            op.detach()
-            op.erase()
-        erased += len(dead)
+            known.forget(d)
+        if dst is not None and src is not None:
+            known.copies[dst] = (src, op.guard)
+        elif key is not None and dst is not None and dst not in op.uses():
+            known.available[key] = (dst, frozenset(op.uses()))
 
 
 @dataclass(frozen=True)
@@ -162,4 +131,4 @@ class SimtCsePass(ModulePass):
         for kernel in simt.kernels_of(op):
             for block in kernel.body.blocks:
                 number_block(block)
-            erase_dead(kernel)
+            sweep_dead_ops(list(kernel.body.blocks))

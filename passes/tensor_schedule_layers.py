@@ -414,6 +414,7 @@ class _Placement:
             self.height[i] = 1 + max((self.height[c] for c in self.succs[i]), default=0)
         self.group = {b: getattr(b[0].owner, "group_index", None)
                       for bits in self.outs for b in bits}
+        self.view = [self._view_of(u) for u in units]
 
     def run(self) -> int:
         n = len(self.units)
@@ -440,7 +441,7 @@ class _Placement:
                 if not self._fits(i, h):
                     continue
                 delta = self._delta(i, left, is_mlp)
-                view = self._view(i)
+                view = self.view[i]
                 if held & {view, None} and i != forced and sum(delta.values()) > 0:
                     continue
                 if not (self._within(live, delta) or sum(delta.values()) <= 0 or i == forced):
@@ -470,9 +471,10 @@ class _Placement:
             h += 1
         return last
 
-    def _view(self, i: int) -> int | None:
+    @staticmethod
+    def _view_of(unit: _Unit) -> int | None:
         """The view a unit's bits are in (a memory's: its reads')."""
-        groups = {getattr(op, "group_index", None) for op in self.units[i].ops
+        groups = {getattr(op, "group_index", None) for op in unit.ops
                   if isinstance(op, T.ThresholdOp | T.KvReadOp)}
         return groups.pop() if len(groups) == 1 else None
 

@@ -162,3 +162,40 @@ def step_definitions(op: Operation, access: Access, state: dict) -> None:
     for loc in access(op)[1]:
         mine = frozenset({Definition(op, loc)})
         state[loc] = state.get(loc, frozenset()) | mine if guarded(op) else mine
+
+
+#: Ops without an effect beyond their destination (a load may trap, so it stays).
+PURE_OPS = (simt.AluOp, simt.SetpOp, simt.PredOp, simt.SpecialOp, simt.WarpOp)
+
+
+def sweep_dead_ops(blocks: list[Block]) -> None:
+    """Remove the pure ops whose results nothing effective reads: a
+    flow-insensitive mark from memory ops and branch conditions (a register
+    read anywhere keeps every op that writes it), so the high words of a
+    64-bit index used only in addresses cost nothing, loops included."""
+    writers: dict[RegAttr, list[Operation]] = {}
+    work: list[Operation] = []
+    for block in blocks:
+        for op in block.ops:
+            if isinstance(op, simt.MachineOp):
+                for r in op.defs():
+                    writers.setdefault(r, []).append(op)
+            if not isinstance(op, PURE_OPS):
+                work.append(op)
+    live_ops: set[Operation] = set(work)
+    live_regs: set[RegAttr] = set()
+    while work:
+        op = work.pop()
+        uses = op.uses() if isinstance(op, simt.MachineOp | simt.BranchOp) else []
+        for r in uses:
+            if r not in live_regs:
+                live_regs.add(r)
+                for w in writers.get(r, []):
+                    if w not in live_ops:
+                        live_ops.add(w)
+                        work.append(w)
+    for block in blocks:
+        for op in list(block.ops):
+            if isinstance(op, PURE_OPS) and op not in live_ops:
+                op.detach()
+                op.erase()

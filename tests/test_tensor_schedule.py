@@ -195,32 +195,8 @@ def test_a_narrowed_constant_is_caught(chain, monkeypatch):
         compile_program(chain, small_config())
 
 
-@pytest.fixture(scope="module")
-def in_order_compiled():
-    """The chain scheduled by the in-order budget alone (units in program
-    order, a unit that does not fit holding back the later ones of its view)."""
-    import qgc.passes.tensor_schedule_layers as S
-    program = add_chain()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(S, "_BUDGETS", (S._Budget(40, in_order=True),))
-        schedule(program, HIDDEN, INTERMEDIATE, HEADS)
-    program.verify()
-    return compile_program(program, small_config())
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_chain_stock(compiled, dtype):
-    stock_check(compiled, dtype)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_in_order_chain_stock(in_order_compiled, dtype):
-    stock_check(in_order_compiled, dtype)
-
-
-def stock_check(compiled, dtype: str) -> None:
-    """Edge and random lane pairs through stock decoder layers: the ideal
-    engine's outputs bit for bit, every gate outside the margin."""
     rng = random.Random(11)
     pairs = [(x, y) for x in EDGE[:8] for y in EDGE] + \
         [(rng.randrange(MASK + 1), rng.randrange(MASK + 1)) for _ in range(24)]
