@@ -4,6 +4,8 @@
     qgc KERNEL.ptx --emit=ptx|simt|tensor      print the IR after that stage
     qgc KERNEL.ptx -p 'pass-a,pass-b{opt=v}'   run a custom pipeline, print the IR
     qgc run KERNEL.ptx --launch L.json [--engine ref|simt|tensor|model]
+    qgc build KERNEL.ptx|layers.safetensors [--base PATH] -o DIR   a stock checkpoint
+    qgc drift KERNEL.ptx [--base PATH]          text drift of the merged model
 
 torch and transformers are imported only by the paths that run the model.
 """
@@ -25,8 +27,10 @@ ENGINES = ("ref", "simt", "tensor", "model")
 def _compile_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="qgc", description="Compile a CUDA kernel (PTX) into Qwen3.5 decoder layers.",
-        epilog="Subcommands: `qgc run KERNEL.ptx --launch L.json` runs one launch "
-               "(see `qgc run --help`).")
+        epilog="Subcommands: `qgc run KERNEL.ptx --launch L.json` runs one launch; "
+               "`qgc build KERNEL.ptx -o DIR` writes the merged model as a stock checkpoint; "
+               "`qgc drift KERNEL.ptx` measures what the compiled layers do to text "
+               "(see `qgc run|build|drift --help`).")
     p.add_argument("input", help="PTX file (.ptx), or textual IR (.mlir)")
     p.add_argument("-o", "--output", help="write the compiled layers (.safetensors)")
     p.add_argument("--emit", choices=("ptx", "simt", "tensor"),
@@ -61,6 +65,15 @@ def _add_dump_flags(p: argparse.ArgumentParser) -> None:
                    help="write the IR after each pass into DIR, one file per pass")
 
 
+def _add_base_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--base", default=os.environ.get("QGC_BASE"),
+                   help="local Qwen3.5 checkpoint directory (default: $QGC_BASE, else a "
+                        "seeded stand-in)")
+    p.add_argument("--base-config", metavar="PATH",
+                   help="without --base: the text config of the seeded stand-in (default: "
+                        "the 2B config)")
+
+
 def _run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="qgc run", description="Run one kernel launch.")
     p.add_argument("input", help="PTX file")
@@ -68,19 +81,62 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=ENGINES, default="ref")
     p.add_argument("--warp-size", type=int, default=4, help="lanes per warp (ref engine)")
     p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
-    p.add_argument("--base", default=os.environ.get("QGC_BASE"),
-                   help="local Qwen3.5 checkpoint directory (model engine)")
-    p.add_argument("--base-config", metavar="PATH",
-                   help="without --base: the text config of the seeded stand-in (default: "
-                        "the 2B config)")
+    _add_base_flags(p)
+    g = p.add_argument_group("model engine")
+    g.add_argument("--model", metavar="DIR", help="run on a checkpoint `qgc build` wrote")
+    mode = g.add_mutually_exclusive_group()
+    mode.add_argument("--generate", action="store_true",
+                      help="stock `generate`, one call per step (default: token by token)")
+    mode.add_argument("--replay", action="store_true",
+                      help="record the trace on the tensor engine, then feed it in one "
+                           "prefill pass and check every token the model names")
+    g.add_argument("--trace-png", metavar="FILE",
+                   help="draw which layers, heads and neuron groups fired on each token")
     return p
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="qgc build", description="Write the merged model (compiled layers in front of "
+        "the base) as a stock transformers checkpoint directory.")
+    p.add_argument("input", help="PTX file, or a layers file from `qgc K.ptx -o F.safetensors`")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="bfloat16")
+    _add_base_flags(p)
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--mem-words", type=int, metavar="N",
+                      help=f"words of machine memory (default {BANK_WORDS})")
+    size.add_argument("--launch", metavar="L.json", help="size the memory to this launch")
+    return p
+
+
+def _drift_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="qgc drift", description="KL and top-1 agreement of next-token distributions, "
+        "base against merged model, on text; the residual's change at the compiled layers' exit.")
+    p.add_argument("input", help="PTX file")
+    _add_base_flags(p)
+    p.add_argument("--dtypes", default="float32,bfloat16")
+    p.add_argument("--sequences", type=int, default=4, help="text sequences")
+    p.add_argument("--length", type=int, default=32, help="tokens per sequence")
+    p.add_argument("--mem-words", type=int, metavar="N")
+    return p
+
+
+SUBCOMMANDS = {"run": (_run_parser, "_run"), "build": (_build_parser, "build"),
+               "drift": (_drift_parser, "drift")}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if argv and argv[0] == "run":
-            return _run(_run_parser().parse_args(argv[1:]))
+        if argv and argv[0] in SUBCOMMANDS:
+            parser, handler = SUBCOMMANDS[argv[0]]
+            args = parser().parse_args(argv[1:])
+            if handler == "_run":
+                return _run(args)
+            from qgc import model_commands
+            return getattr(model_commands, handler)(args)
         return _compile(_compile_parser().parse_args(argv))
     except QgcError as err:
         print(str(err), file=sys.stderr)
@@ -190,9 +246,17 @@ def _run(args: argparse.Namespace) -> int:
                        f"{', '.join(ENGINE_STAGES)})", status=2)
     if not 1 <= args.warp_size <= 32:
         raise QgcError(f"error: --warp-size must be 1..32, got {args.warp_size}", status=2)
+    model_flags = [f for f in ("model", "generate", "replay", "trace_png") if getattr(args, f)]
+    if model_flags and args.engine != "model":
+        raise QgcError(f"error: --{model_flags[0].replace('_', '-')} is a flag of the model "
+                       "engine (--engine model)", status=2)
     if args.engine == "simt" and args.warp_size != 4:
         raise QgcError("error: the simt engine runs warps of 4 lanes (--warp-size 4)", status=2)
     launch = load_launch(Path(args.launch))
+    if args.engine == "model":    # compiles for its base config (or runs a built checkpoint)
+        from qgc.model_commands import run_model
+        print(format_result(run_model(args, launch).buffers))
+        return 0
     ctx, module = driver.load(args.input)
     if args.engine == "simt":
         from qgc.dialects.simt import kernels_of
@@ -202,8 +266,6 @@ def _run(args: argparse.Namespace) -> int:
         result = run_simt(module, launch)
     elif args.engine == "tensor":
         result = _run_tensor(ctx, module, launch)
-    elif args.engine == "model":
-        result = _run_model(ctx, module, launch, args)
     else:
         from qgc.runtime.ref import run_ref
         driver.apply(ctx, module, stage_pipeline("ptx"))
@@ -231,27 +293,6 @@ def _run_tensor(ctx, module, launch):
                   if p.program_name == f"{kernel.kernel_name}_step"]
     vocab = vocabulary_of(program)
     return run_trace(kernel, vocab, launch, tensor_stepper(program, vocab))
-
-
-def _run_model(ctx, module, launch, args):
-    import torch
-
-    from qgc import driver
-    from qgc.codegen import compiled_machine, schedule_options
-    from qgc.pipeline import stage_pipeline
-    from qgc.runtime.model import load_base, load_text_config
-    from qgc.runtime.model_engine import CompiledMachine, build_model, model_stepper
-    from qgc.runtime.trace import run_trace
-    dtype = getattr(torch, args.dtype)
-    config = load_text_config(args.base or args.base_config)
-    spec = stage_pipeline("tensor")
-    spec = spec.partition("tensor-schedule-layers")[0] + schedule_options(config)
-    driver.apply_for_launch(ctx, module, spec, launch)
-    compiled, readout, vocab, kernel = compiled_machine(module, config)
-    base = load_base(args.base, config, dtype=dtype)
-    base_vocab = base.config.vocab_size
-    model = build_model(CompiledMachine(compiled, vocab), base, dtype)
-    return run_trace(kernel, vocab, launch, model_stepper(model, vocab, base_vocab))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import builtin
 
 from qgc.diagnostics import QgcError
@@ -69,11 +70,13 @@ def compiled_machine(module: builtin.ModuleOp, config: TextConfig):
 
 def write_compiled(module: builtin.ModuleOp, path: str | Path,
                    config_path: str | Path | None = None) -> int:
+    from qgc.runtime.checkpoint import kernel_fingerprint
     from qgc.runtime.layers_file import write_layers
     config = read_text_config(config_path)
     compiled, readout, vocab, kernel = compiled_machine(module, config)
     machine = {name: kernel.limit(name) for name in kernel.LIMIT_PROPS}
     machine.update(lanes=kernel.lanes.value.data, mem_words=kernel.mem_words.value.data,
-                   layers=len(compiled.layers) + 1)
+                   layers=len(compiled.layers) + 1, fingerprint=kernel_fingerprint(kernel))
+    gpu_rows = [compiled.encode(vocab.inputs(t)) for t in vocab.tokens()]
     return write_layers(path, [*compiled.layers, readout], config, kernel.kernel_name,
-                        machine, vocab)
+                        machine, vocab, np.array(gpu_rows, dtype=np.float32))

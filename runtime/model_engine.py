@@ -114,3 +114,62 @@ class ModelStepper:
 
 #: the stepper `runtime/trace.run_trace` takes (the name the callers use)
 model_stepper = ModelStepper
+
+
+def stop_ids(vocab: P.Vocabulary, base_vocab: int) -> list[int]:
+    """The token ids that end a step: every `END`/`BAR` and every `TRAP`."""
+    ends = [P.Token("END", b=b, bar=bar) for bar in (0, 1) for b in range(vocab.blocks + 1)]
+    traps = [P.Token("TRAP", site=s, lane=ln) for s in range(vocab.sites) for ln in range(P.LANES)]
+    return sorted(base_vocab + vocab.id_of(t) for t in ends + traps)
+
+
+class GenerateMachine:
+    """Stock `generate`: each step is one greedy `model.generate` call on the
+    stream so far (its cache kept between calls), stopped by the step's `END`
+    or `TRAP` (eos ids) or by the most tokens a step can name."""
+
+    def __init__(self, model, vocab: P.Vocabulary, base_vocab: int):
+        from transformers import DynamicCache
+        from transformers.utils import logging
+
+        from qgc.runtime.trace import step_limit
+        logging.set_verbosity_error()
+        self.model, self.vocab, self.base_vocab = model, vocab, base_vocab
+        self.cache = DynamicCache(config=model.config)
+        self.ids: list[int] = []
+        self.stops, self.limit = stop_ids(vocab, base_vocab), step_limit(vocab)
+
+    @torch.no_grad()
+    def continue_with(self, host_tokens: Sequence[P.Token]):
+        self.ids += [self.base_vocab + self.vocab.id_of(t) for t in host_tokens]
+        out = self.model.generate(
+            input_ids=torch.tensor([self.ids]), attention_mask=torch.ones(1, len(self.ids),
+                                                                          dtype=torch.long),
+            cache=self.cache, max_new_tokens=self.limit, do_sample=False,
+            eos_token_id=self.stops, pad_token_id=self.stops[0])
+        named = out[0, len(self.ids):].tolist()
+        self.ids += named
+        for i in named:
+            yield self.vocab.token(i - self.base_vocab) if i >= self.base_vocab else None
+
+
+@torch.no_grad()
+def replay_check(model, vocab: P.Vocabulary, base_vocab: int, tokens: Sequence[P.Token],
+                 predicted: Sequence[bool], chunk: int = 128) -> dict[str, int]:
+    """The recorded stream in one forward pass (prefill: the chunked DeltaNet
+    kernels), and at every token the machine named, the model's argmax over
+    the whole vocabulary must be that token; else a trap naming the position."""
+    from qgc.runtime.memory import Trap
+    ids = torch.tensor([[base_vocab + vocab.id_of(t) for t in tokens]])
+    hidden = model.model(input_ids=ids, use_cache=False).last_hidden_state[0]
+    checked = [i for i in range(1, len(tokens)) if predicted[i]]
+    for at in range(0, len(checked), chunk):      # logits for a chunk of positions at a time
+        positions = checked[at:at + chunk]
+        best = model.lm_head(hidden[[i - 1 for i in positions]]).argmax(-1).tolist()
+        for i, b in zip(positions, best, strict=True):
+            if b != ids[0, i]:
+                named = vocab.token(b - base_vocab).spelled() if b >= base_vocab else \
+                    f"text token {b}"
+                raise Trap(f"trap: replay: at token {i} the model names {named} where the "
+                           f"trace has {tokens[i].spelled()}")
+    return {"tokens": len(tokens), "checked": len(checked)}

@@ -12,7 +12,7 @@ with the next one: the ideal `tensor` engine or the merged model.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from qgc import protocol as P
@@ -37,11 +37,41 @@ DEFAULT_MAX_STEPS = 100_000
 Stepper = Callable[[P.Token], P.Token | None]
 
 
+class TokenMachine:
+    """A token-level stepper seen step by step: `continue_with(host_tokens)`
+    feeds the host's tokens (all but the last in one `prefill` where the
+    stepper has one) and yields the tokens the machine names after them, each
+    fed back before the next is named. The token named last (an `END`) is fed
+    with the next call's tokens."""
+
+    def __init__(self, stepper: Stepper):
+        self.stepper, self.unfed = stepper, None
+
+    def continue_with(self, host_tokens: list[P.Token]) -> Iterator[P.Token | None]:
+        tokens = ([self.unfed] if self.unfed is not None else []) + host_tokens
+        self.unfed = None
+        prefill = getattr(self.stepper, "prefill", None)
+        if prefill is not None and len(tokens) > 1:
+            prefill(tokens[:-1])
+            tokens = tokens[-1:]
+        named = None
+        for t in tokens:
+            named = self.stepper(t)
+        while named is not None:
+            self.unfed = named
+            yield named
+            self.unfed = None
+            named = self.stepper(named)
+        yield None
+
+
 @dataclass
 class TraceResult:
     buffers: list[list | None]
     tokens: list[P.Token] = field(default_factory=list)   # prompt and trace, in order
     stats: dict[str, object] = field(default_factory=dict)
+    #: predicted[i]: token i was named by the machine (after token i − 1)
+    predicted: list[bool] = field(default_factory=list)
 
 
 def specials_read(kernel: simt.KernelOp) -> set[str]:
@@ -104,27 +134,48 @@ def prompt(words: dict[int, int], memory: dict[int, int] | None = None) -> list[
 
 
 class Records:
-    """Reads records back from the stream: `A` opens one, the top `D` closes it."""
+    """Reads records back from the stream: `A` opens one, the top `D` closes
+    it. A token out of place is a protocol violation: a trap naming its
+    position in the stream."""
 
     def __init__(self, memory: dict[int, int]):
         self.memory = memory
         self.address: int | None = None
         self.bytes: dict[int, int] = {}
 
-    def feed(self, t: P.Token) -> None:
+    def feed(self, t: P.Token, position: int) -> None:
         if t.kind == "A":
+            if self.address is not None:
+                raise protocol_trap(position, t, "opens a record before the last one ended")
             self.address, self.bytes = t.a, {}
         elif t.kind == "D":
             if self.address is None:
-                raise Trap(f"trap: the trace has a data byte {t.spelled()} outside a record")
+                raise protocol_trap(position, t, "is a data byte outside a record")
+            if t.j != len(self.bytes):
+                raise protocol_trap(position, t, f"is byte {t.j} where byte {len(self.bytes)} "
+                                                 "comes next")
             self.bytes[t.j] = t.v
             if t.top:
                 self.memory[self.address] = sum(v << (8 * j) for j, v in self.bytes.items())
                 self.address = None
+        elif self.address is not None:
+            raise protocol_trap(position, t, "comes before the open record ended")
+
+
+def protocol_trap(position: int, t: P.Token | None, what: str) -> Trap:
+    named = t.spelled() if t is not None else "no GPU token"
+    return Trap(f"trap: protocol violation at token {position}: {named} {what}")
+
+
+def step_limit(vocab: P.Vocabulary) -> int:
+    """The most tokens one step can name: every record slot's record, then END."""
+    return vocab.records * (1 + P.BYTES) + 1
 
 
 def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, stepper: Stepper,
               max_steps: int = DEFAULT_MAX_STEPS) -> TraceResult:
+    """The launch through `stepper` (a token-level `Stepper`, or a machine
+    with `continue_with` such as the `generate` stepper)."""
     layout = memory_layout(kernel, launch)
     residency = Residency(make_warps(launch, 0, 0), vocab.warps)
     block: dict[Warp, int] = {}
@@ -139,59 +190,43 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
         return launch_area(used, launch, layout, entered)
 
     used = specials_read(kernel)
-    words = initial_memory(layout) | enter()
+    machine = stepper if hasattr(stepper, "continue_with") else TokenMachine(stepper)
     stream: list[P.Token] = []
+    predicted: list[bool] = []
     memory: dict[int, int] = {}
     records = Records(memory)
+    pending: list[P.Token] = []          # host tokens the machine has not seen yet
 
-    def append(t: P.Token) -> P.Token | None:
+    def append(t: P.Token, named: bool) -> None:
+        records.feed(t, len(stream))
         stream.append(t)
-        records.feed(t)
-        return stepper(t)
+        predicted.append(named)
+        if not named:
+            pending.append(t)
 
-    def expect(t: P.Token | None) -> P.Token:
-        if t is None:
-            raise Trap(f"trap: at token {len(stream)} the machine names no GPU token "
-                       f"(after {stream[-1].spelled()})")
-        return t
-
-    launch_prompt = prompt(words)
-    prefill = getattr(stepper, "prefill", None)
-    if prefill is None:
-        for t in launch_prompt:
-            append(t)
-    else:                        # the stepper takes the whole prompt in one go
-        stream.extend(launch_prompt)
-        for t in launch_prompt:
-            records.feed(t)
-        if launch_prompt:
-            prefill(launch_prompt)
+    launch_prompt = prompt(initial_memory(layout) | enter())
+    for t in launch_prompt:
+        append(t, False)
     held: set[Warp] = set()           # warps whose live lanes all wait at a barrier
     steps = 0
     while live := [(s, w) for s, w in residency.resident() if not done(w)]:
         for slot, w in live:
             if w in held:
                 continue
-            nxt = expect(append(P.Token("EXEC", w=slot, b=block[w])))
+            append(P.Token("EXEC", w=slot, b=block[w]), False)
             steps += 1
-            while nxt.kind != "END":
-                if nxt.kind == "TRAP":
-                    stream.append(nxt)
-                    raise Trap(fault_message(kernel, launch, vocab.warps, w, nxt))
-                if nxt.kind == "EXEC" or len(stream) > 64 * max_steps:
-                    raise Trap(f"trap: at token {len(stream)} the step does not end "
-                               f"({nxt.spelled()})")
-                nxt = expect(append(nxt))
-            append(nxt)
-            block[w] = nxt.b
-            if nxt.bar:
+            end = run_step(machine, pending, stream, append, step_limit(vocab))
+            if end.kind == "TRAP":
+                raise Trap(fault_message(kernel, launch, vocab.warps, w, end))
+            block[w] = end.b
+            if end.bar:
                 held.add(w)
         if steps > max_steps:
             raise Trap(f"trap: the launch ran past the limit of {max_steps} EXEC steps "
                        "(an endless loop?)")
         release_barriers([w for _, w in live if not done(w)], held)
         for t in prompt(enter(), memory):     # the next CTAs' launch areas
-            append(t)
+            append(t, False)
     buffers: list[list | None] = []
     for i, arg in enumerate(launch.args):
         if i not in layout.bases:
@@ -204,7 +239,31 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
     n_prompt = len(launch_prompt)
     stats = {"tokens": len(stream), "prompt_tokens": n_prompt, "exec_steps": steps,
              "trace_tokens": len(stream) - n_prompt, "gpu_vocabulary": vocab.size}
-    return TraceResult(buffers, stream, stats)
+    return TraceResult(buffers, stream, stats, predicted)
+
+
+def run_step(machine, pending: list[P.Token], stream: list[P.Token], append,
+             limit: int) -> P.Token:
+    """One step: the pending host tokens (ending with `EXEC`) to the machine,
+    then the tokens it names, appended up to its `END` or `TRAP`, which is
+    returned; anything else out of place traps."""
+    host_tokens = pending[:]
+    pending.clear()
+    count = 0
+    for t in machine.continue_with(host_tokens):
+        if t is None or t.kind == "EXEC":
+            raise protocol_trap(len(stream), t, f"follows {stream[-1].spelled()} (the machine "
+                                                "never names EXEC or a text token)")
+        if t.kind == "TRAP" and stream[-1].kind != "EXEC":
+            raise protocol_trap(len(stream), t, "follows a record (a TRAP comes alone)")
+        append(t, True)
+        count += 1
+        if t.kind in ("END", "TRAP"):
+            return t
+        if count >= limit:
+            break
+    raise protocol_trap(len(stream), None, f"ends the step after {count} tokens (at most "
+                                           f"{limit} records and an END)")
 
 
 def fault_message(kernel: simt.KernelOp, launch: Launch, warps: int, w: Warp,

@@ -65,9 +65,40 @@ def test_records_encode_and_read_back():
     stream = prompt(words)
     assert [t.spelled() for t in stream[:2]] == ["A(0,0)", "D(0*,7)"]
     assert len(stream) == 2 + 5 + 3      # zero words need no record: memory starts at 0
-    for t in stream:
-        records.feed(t)
+    for i, t in enumerate(stream):
+        records.feed(t, i)
     assert memory == {0: 7, 3: 0x1234_5678, 9: 256}
+
+
+def _faulty(stepper, at: int, named):
+    """`stepper`, except that its `at`-th answer is `named`."""
+    calls = 0
+
+    def step(t):
+        nonlocal calls
+        calls += 1
+        out = stepper(t)
+        return named if calls == at else out
+    return step
+
+
+@pytest.mark.parametrize("named, what", [
+    (None, r"no GPU token follows"),
+    (P.Token("EXEC", w=0, b=0), r"EXEC\(0,0\) follows"),
+    (P.Token("D", j=2, v=9), r"D\(2,9\) is byte 2 where byte 0 comes next"),
+    (P.Token("END", b=0), r"END\(0\) comes before the open record ended"),
+])
+def test_a_token_out_of_place_traps_naming_its_position(compiled, named, what):
+    """The machine's 2nd answer of the first step (the byte after `A`) is replaced: the run
+    stops with a protocol trap at that token, never with a wrong buffer."""
+    module, kernel, program, vocab = compiled("dot", ".ptx")
+    launch = load_launch(EXAMPLES / "dot" / "launch.json")
+    good = run_trace(kernel, vocab, launch, tensor_stepper(program, vocab))
+    n_prompt = good.stats["prompt_tokens"]
+    assert [t.kind for t in good.tokens[n_prompt:n_prompt + 4]] == ["EXEC", "A", "D", "END"]
+    with pytest.raises(Trap, match=rf"^trap: protocol violation at token {n_prompt + 2}: {what}"):
+        run_trace(kernel, vocab, launch,
+                  _faulty(tensor_stepper(program, vocab), n_prompt + 2, named))
 
 
 @pytest.mark.parametrize("name, suffix", SKELETON)

@@ -1,0 +1,179 @@
+"""The trace picture (`runtime/trace_png.py`): the dot launch through the
+merged stock model (the 2B layer shape on a two-layer stand-in base with a
+small text vocabulary, as in test_model_engine) with the compiled layers'
+activity recorded token by token, checked against the ideal engine's step
+outputs and the program's placement, then drawn as a PNG."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from qgc import driver
+from qgc import protocol as P
+from qgc.codegen import compiled_machine, read_text_config, schedule_options
+from qgc.dialects import tensor as T
+from qgc.pipeline import stage_pipeline
+from qgc.runtime.launch import load_launch
+from qgc.runtime.trace import run_trace, tensor_stepper
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("matplotlib")
+
+from conftest import SHARED  # noqa: E402
+from qgc.runtime.trace_png import GROUP, ActivityRecorder, draw_trace  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+#: Text rows of the small stand-in's vocabulary (GPU rows come after them).
+SMALL_VOCAB = 512
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def two_threads():
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(n)
+
+
+def small_base_config(tmp_path_factory) -> Path:
+    data = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
+    data.update(num_hidden_layers=2, layer_types=["linear_attention", "full_attention"],
+                vocab_size=SMALL_VOCAB, bos_token_id=None, eos_token_id=None)
+    path = tmp_path_factory.mktemp("base") / "config.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """The dot launch on the ideal engine (the step outputs of every fed token)
+    and through the merged model inside an `ActivityRecorder`, then a text
+    prompt through the same model, recorded too. Built once: the model is 25
+    dense 2B-shaped layers (about 6 GB in float32)."""
+    from qgc.runtime.model import load_base, load_text_config
+    from qgc.runtime.model_engine import CompiledMachine, build_model, model_stepper
+    base_config = small_base_config(tmp_path_factory)
+    config = read_text_config(base_config)
+    ctx, module = driver.load(str(EXAMPLES / "dot" / "dot.ptx"))
+    spec = stage_pipeline("tensor").partition("tensor-schedule-layers")[0]
+    driver.apply(ctx, module, spec + schedule_options(config))
+    compiled, _, vocab, kernel = compiled_machine(module, config)
+    launch = load_launch(EXAMPLES / "dot" / "launch.json")
+    record: list = []
+    ideal = run_trace(kernel, vocab, launch, tensor_stepper(compiled.program, vocab, record))
+
+    base = load_base(None, load_text_config(base_config))
+    model = build_model(CompiledMachine(compiled, vocab), base, torch.float32)
+    n_compiled = len(compiled.layers) + 1
+    with ActivityRecorder(model, n_compiled) as recorder:
+        result = run_trace(kernel, vocab, launch, model_stepper(model, vocab, SMALL_VOCAB))
+    text_ids = (torch.arange(1, 33) * 37) % SMALL_VOCAB     # text rows only
+    with ActivityRecorder(model, n_compiled) as text_recorder, torch.no_grad():
+        model(input_ids=text_ids[None])
+    hooks = sum(len(m._forward_pre_hooks) for layer in model.model.layers[:n_compiled]
+                for m in layer.modules())
+    memory_heads = {(op.placed_layer, op.head.value.data) for op in compiled.program.ops()
+                    if isinstance(op, T.MemoryOp)}
+    return SimpleNamespace(
+        compiled=compiled, vocab=vocab, record=record, ideal=ideal, result=result,
+        activity=recorder.activity, text=text_recorder.activity, text_ids=text_ids,
+        n_compiled=n_compiled, hooks_left=hooks, memory_heads=memory_heads, config=model.config)
+
+
+def test_one_record_per_fed_token(run):
+    """Every token the model is fed, prefill and decode alike, once; the
+    stream's last token (the final `END`) is named but never fed."""
+    a, result = run.activity, run.result
+    assert [t.spelled() for t in result.tokens] == [t.spelled() for t in run.ideal.tokens]
+    assert len(a) == len(result.tokens) - 1 == len(run.record)
+    assert a.heads.shape == (len(a), run.n_compiled, run.config.linear_num_value_heads)
+    groups = -(-run.config.intermediate_size // GROUP)
+    assert a.groups.shape == (len(a), run.n_compiled, groups)
+    assert a.heads.dtype == bool and a.groups.dtype.itemsize == 1
+    assert int(a.group_sizes.sum()) == run.config.intermediate_size
+    assert run.hooks_left == 0
+
+
+def test_the_readout_fires_once_per_output_bit(run):
+    """The readout's MLP is a constant neuron plus one neuron `ReLU(b)` per
+    output bit of the step: on every GPU token it fires, 1 + the number of
+    set bits the ideal engine names."""
+    fired = run.activity.groups[:, -1].sum(-1, dtype=int)
+    assert (fired >= 1).all()
+    bits = [1 + sum(sum(out[name]) for name in P.Vocabulary.OUTPUTS) for _, out in run.record]
+    assert fired.tolist() == bits
+
+
+def test_memory_heads_fire_and_only_they(run):
+    """A head reads a written row on some token, and only heads the schedule
+    placed a memory on ever fire, on GPU tokens and on text."""
+    for activity in (run.activity, run.text):
+        tokens, layers, heads = activity.heads.nonzero()
+        assert set(zip(layers.tolist(), heads.tolist(), strict=True)) <= run.memory_heads
+    assert run.activity.heads.any()
+
+
+def test_text_activity_is_recorded(run):
+    """Text rows go through the same hooks (the compiled layers are not muted
+    on text yet: reported, not asserted zero; a text row has no flag
+    coordinate, so even the layers' constant neurons need not fire)."""
+    t = run.text
+    assert len(t) == len(run.text_ids)
+    per_layer = t.groups.sum((0, 2), dtype=int).tolist()
+    print(f"\ntext: {len(t)} tokens; heads fired {int(t.heads.sum())} times "
+          f"(layers {sorted(set(t.heads.nonzero()[1].tolist()))}); neurons fired per "
+          f"compiled layer {per_layer} (the last is the readout)")
+    assert t.heads.shape[0] == t.groups.shape[0] == len(t)
+
+
+def test_the_png(run, tmp_path):
+    """A readable PNG of the expected size, all-zero rows collapsed and
+    counted, no temporary file left beside it."""
+    from matplotlib.image import imread
+    from PIL import Image
+    path = tmp_path / "dot.png"
+    summary = draw_trace(run.activity, run.result.tokens, path, title="dot")
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC
+    with Image.open(path) as img:
+        img.verify()
+    with Image.open(path) as img:
+        width, height = img.size
+    pixels = imread(path)
+    assert pixels.shape[:2] == (height, width)       # rows (y) first
+    assert height > width                            # many rows, 43 tokens
+    rows_per_layer = run.config.linear_num_value_heads + len(run.activity.group_sizes)
+    assert summary["rows"] + summary["omitted"] == run.n_compiled * rows_per_layer
+    assert 0 < summary["rows"] and summary["omitted"] > 0
+    assert summary["tokens"] == len(run.result.tokens)
+    assert summary["path"] == str(path)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask    # not a temp file's 0600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dot.png"]
+
+
+def test_a_failed_write_leaves_the_old_file(run, tmp_path, monkeypatch):
+    """The PNG is written to a temporary file and renamed: a failure midway
+    leaves the previous file as it was and nothing else."""
+    from matplotlib.figure import Figure
+    path = tmp_path / "dot.png"
+    path.write_bytes(b"old")
+
+    def half_written(self, fname, **kwargs):
+        if hasattr(fname, "write"):
+            fname.write(PNG_MAGIC)
+        else:
+            Path(fname).write_bytes(PNG_MAGIC)
+        raise OSError("disk full")
+    monkeypatch.setattr(Figure, "savefig", half_written)
+    with pytest.raises(OSError, match="disk full"):
+        draw_trace(run.activity, run.result.tokens, path)
+    assert path.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dot.png"]
