@@ -120,6 +120,8 @@ def _drift_parser() -> argparse.ArgumentParser:
     p.add_argument("--sequences", type=int, default=4, help="text sequences")
     p.add_argument("--length", type=int, default=32, help="tokens per sequence")
     p.add_argument("--mem-words", type=int, metavar="N")
+    p.add_argument("--no-mute", action="store_true",
+                   help="merge without the text mute (to see what it removes)")
     return p
 
 

@@ -68,8 +68,9 @@ def build(args: Any) -> int:
     """`qgc build K.ptx|layers.safetensors -o DIR`."""
     import torch
 
-    from qgc.runtime.checkpoint import build_info, save_checkpoint
+    from qgc.runtime.checkpoint import build_info, check_output, save_checkpoint
     from qgc.runtime.model import load_text_config
+    check_output(args.output)
     dtype = getattr(torch, args.dtype)
     config = load_text_config(args.base or args.base_config)
     if args.input.endswith(".safetensors"):
@@ -79,7 +80,8 @@ def build(args: Any) -> int:
         machine, kernel = compile_machine(args.input, config, launch, args.mem_words)
         model, base_vocab = merged_model(machine, args.base, config, dtype)
         vocab = machine.vocab
-        info = build_info(kernel, vocab, base_vocab, len(machine.compiled.layers) + 1)
+        info = build_info(kernel, vocab, base_vocab,
+                          model.config.num_hidden_layers - config.num_hidden_layers)
     save_checkpoint(model, vocab, info, args.output, tokenizer_from=args.base)
     say(f"wrote {args.output}: {info['compiled_layers']} compiled layers in front of "
         f"{config.num_hidden_layers}, {vocab.size} GPU tokens after {info['base_vocab']} "
@@ -135,7 +137,7 @@ def run_model(args: Any, launch):
         machine, kernel = compile_machine(args.input, config, launch)
         model, base_vocab = merged_model(machine, args.base, config, dtype)
         program, vocab = machine.compiled.program, machine.vocab
-        compiled_layers = len(machine.compiled.layers) + 1
+        compiled_layers = model.config.num_hidden_layers - config.num_hidden_layers
     recorder = _recorder(args, model, compiled_layers)
     start = time.perf_counter()
     with recorder:
@@ -159,9 +161,16 @@ def run_model(args: Any, launch):
 
 def _built(args: Any, launch, dtype):
     from qgc.runtime.checkpoint import check_kernel, load_checkpoint, read_info
+    from qgc.runtime.launch import LaunchError
+    from qgc.runtime.simt_engine import memory_layout
     info = read_info(args.model)
     kernel, program, vocab = host_kernel(args.input, info["mem_words"], launch.kernel)
     check_kernel(args.model, info, kernel, vocab)
+    try:                                  # before loading: the launch must fit the machine
+        memory_layout(kernel, launch)
+    except LaunchError as err:
+        raise LaunchError(f"{err}; '{args.model}' was built with {info['mem_words']} words "
+                          "(qgc build --mem-words N, or --launch L.json)") from None
     model, info, _ = load_checkpoint(args.model, dtype)
     return model, kernel, program, vocab, info["base_vocab"], info["compiled_layers"]
 
@@ -206,14 +215,20 @@ def drift(args: Any) -> int:
     config = load_text_config(args.base or args.base_config)
     machine, kernel = compile_machine(args.input, config, None, args.mem_words)
     ids = text_inputs(args.base, config, args.sequences, args.length)
-    say(f"drift of {kernel.kernel_name} ({len(machine.compiled.layers) + 1} compiled layers) "
-        f"on {ids.shape[0]} text sequences of {ids.shape[1]} tokens"
-        + ("" if args.base else " (stand-in base: random weights, token ids)"))
+    say(f"drift of {kernel.kernel_name} on {ids.shape[0]} text sequences of {ids.shape[1]} "
+        "tokens" + ("" if args.base else " (stand-in base: random weights, token ids)"))
     for name in args.dtypes.split(","):
-        figures = drift_figures(machine, args.base, config, ids, getattr(torch, name))
-        print(f"KL {name} {figures['kl']:.3e}")
-        print(f"top1 {name} {figures['top1']:.4f}")
-        print(f"residual {name} {figures['residual']:.3e}")
+        f = drift_figures(machine, args.base, config, ids, getattr(torch, name), not args.no_mute)
+        say(f"{name}: {f['layers']} compiled layers; " + (
+            f"text mute: marker coordinate {f['marker']}, {f['squares']} squares, mark up to "
+            f"{f['mark']:.3g}·|h|, fitted removal leaves up to {f['fit_max']:.2e}·|h| "
+            f"(rms {f['fit_rms']:.2e}) over every embedding row" if "marker" in f
+            else "no text mute"))
+        print(f"KL {name} {f['kl']:.3e}")
+        print(f"KL-text {name} {f['kl_text']:.3e}")
+        print(f"gpu-mass {name} {f['gpu_mass']:.3e}")
+        print(f"top1 {name} {f['top1']:.4f}")
+        print(f"residual {name} {f['residual']:.3e}")
     return 0
 
 
@@ -247,7 +262,14 @@ SENTENCES = (
 )
 
 
-def drift_figures(machine, base_path: str | None, config, ids, dtype) -> dict[str, float]:
+def drift_figures(machine, base_path: str | None, config, ids, dtype,
+                  mute: bool = True) -> dict[str, float]:
+    """Base against merged on `ids`: KL(base ‖ merged) of the next-token
+    distributions (the merged one over its whole vocabulary, GPU tokens
+    included), the same over text tokens only (renormalised), the mass the
+    merged model gives GPU tokens, top-1 agreement over the whole
+    vocabulary, and the largest relative change of the residual at the exit
+    of the compiled layers."""
     import torch
 
     from qgc.runtime.model import load_base
@@ -256,15 +278,25 @@ def drift_figures(machine, base_path: str | None, config, ids, dtype) -> dict[st
     with torch.no_grad():
         reference = base(ids).logits.double().log_softmax(-1)
         embedded = base.model.embed_tokens(ids).double()
-    text_vocab = reference.shape[-1]
-    model = build_model(machine, base, dtype)
-    compiled = len(machine.compiled.layers) + 1
+    text = reference.shape[-1]
+    model = build_model(machine, base, dtype, mute=mute)
+    compiled = model.config.num_hidden_layers - config.num_hidden_layers
     with torch.no_grad():
         out = model(ids, output_hidden_states=True)
-    merged = out.logits[..., :text_vocab].double().log_softmax(-1)
-    kl = (reference.exp() * (reference - merged)).sum(-1)
-    exit_h = out.hidden_states[compiled].double()
-    change = (exit_h - embedded).norm(dim=-1) / embedded.norm(dim=-1)
-    return {"kl": float(kl.mean()), "top1": float((reference.argmax(-1) ==
-                                                   merged.argmax(-1)).double().mean()),
-            "residual": float(change.max())}
+    full = out.logits.double().log_softmax(-1)
+    text_part = full[..., :text]
+    p = reference.exp()
+    kl = (p * (reference - text_part)).sum(-1)
+    kl_text = (p * (reference - text_part.log_softmax(-1))).sum(-1)
+    gpu_mass = 1 - text_part.exp().sum(-1)
+    change = (out.hidden_states[compiled].double() - embedded).norm(dim=-1) / \
+        embedded.norm(dim=-1)
+    figures = {"kl": float(kl.mean()), "kl_text": float(kl_text.mean()),
+               "gpu_mass": float(gpu_mass.mean()),
+               "top1": float((reference.argmax(-1) == full.argmax(-1)).double().mean()),
+               "residual": float(change.max()), "layers": compiled}
+    plan = model.qgc_text_mute
+    if plan is not None:
+        figures.update(marker=plan.marker, squares=len(plan.squares), mark=plan.report["mark"],
+                       fit_max=plan.report["max_change"], fit_rms=plan.report["rms_change"])
+    return figures

@@ -61,12 +61,18 @@ def generation_config(model, vocab: P.Vocabulary, base_vocab: int):
                             pad_token_id=model.config.pad_token_id or stops[0])
 
 
-def save_checkpoint(model, vocab: P.Vocabulary, info: dict, out: str | Path,
-                    tokenizer_from: str | Path | None = None) -> None:
+def check_output(out: str | Path) -> None:
+    """`out` may be written: absent, empty, or an earlier qgc build."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or (any(out.iterdir())
                                               and not (out / QGC_FILE).exists())):
         raise QgcError(f"error: '{out}' exists and is not a qgc build; not overwriting it", 2)
+
+
+def save_checkpoint(model, vocab: P.Vocabulary, info: dict, out: str | Path,
+                    tokenizer_from: str | Path | None = None) -> None:
+    out = Path(out)
+    check_output(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

@@ -17,10 +17,14 @@ import sys
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 from transformers.models.qwen3_5 import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 from qgc.codegen import default_config_path
 from qgc.diagnostics import QgcError
+
+#: Building a model this wide (the 2B's) or wider shows a progress bar.
+PROGRESS_HIDDEN = 2048
 
 
 def load_text_config(path: str | Path | None = None) -> Qwen3_5TextConfig:
@@ -65,27 +69,34 @@ def load_base(path: str | Path | None, config: Qwen3_5TextConfig | None = None,
 
 
 def merged_config(base: Qwen3_5TextConfig, compiled_layers: int,
-                  extra_rows: int) -> Qwen3_5TextConfig:
+                  extra_rows: int, tied: bool = True) -> Qwen3_5TextConfig:
     # A fresh config, not an edited copy: derived fields (per-layer configs for the
     # cache) are computed at construction.
     data = {k: v for k, v in base.to_dict().items() if k != "model_type"}
     data["layer_types"] = ["linear_attention"] * compiled_layers + list(base.layer_types)
     data["num_hidden_layers"] = len(data["layer_types"])
     data["vocab_size"] = base.vocab_size + extra_rows
+    data["tie_word_embeddings"] = tied
     return Qwen3_5TextConfig(**data)
 
 
 def merge(base: Qwen3_5ForCausalLM, layer_states: list[dict[str, torch.Tensor]],
-          gpu_rows: torch.Tensor) -> Qwen3_5ForCausalLM:
+          gpu_rows: torch.Tensor, head_rows: torch.Tensor | None = None) -> Qwen3_5ForCausalLM:
     """Compiled layers (state dicts of `Qwen3_5DecoderLayer`s, in order) in front of
-    `base`'s layers, `gpu_rows` appended to the (tied) embedding. The base model's
-    tensors are moved over as they are: bit-identical in the merged model. `base`
-    is consumed: its layers are renumbered for their place in the merged stack."""
+    `base`'s layers, `gpu_rows` appended to the embedding; the LM head grows by
+    `head_rows` (untied: its first rows are the base's tied embedding, as they
+    are), else stays tied. The base model's tensors are moved over as they are:
+    bit-identical in the merged model. `base` is consumed: its layers are
+    renumbered for their place in the merged stack."""
     hidden = base.config.hidden_size
     if gpu_rows.dim() != 2 or gpu_rows.shape[1] != hidden:
         raise QgcError(f"error: GPU token rows have shape {tuple(gpu_rows.shape)}, the base "
                        f"model's hidden size is {hidden}", 2)
-    config = merged_config(base.config, len(layer_states), gpu_rows.shape[0])
+    if not base.config.tie_word_embeddings:
+        raise QgcError("error: the base model's LM head is not tied to its embedding; qgc "
+                       "merges Qwen3.5 checkpoints with tied embeddings", 2)
+    config = merged_config(base.config, len(layer_states), gpu_rows.shape[0],
+                           tied=head_rows is None)
     with torch.device("meta"):
         merged = Qwen3_5ForCausalLM(config)
     dtype = base.model.embed_tokens.weight.dtype
@@ -97,7 +108,11 @@ def merge(base: Qwen3_5ForCausalLM, layer_states: list[dict[str, torch.Tensor]],
     merged.model.rotary_emb = base.model.rotary_emb
     embedding = torch.cat([base.model.embed_tokens.weight.detach(), gpu_rows.to(dtype)])
     merged.model.embed_tokens = torch.nn.Embedding.from_pretrained(embedding, freeze=True)
-    merged.lm_head.weight = merged.model.embed_tokens.weight
+    if head_rows is None:
+        merged.lm_head.weight = merged.model.embed_tokens.weight
+    else:
+        head = torch.cat([base.model.embed_tokens.weight.detach(), head_rows.to(dtype)])
+        merged.lm_head.weight = torch.nn.Parameter(head, requires_grad=False)
     return merged.eval()
 
 
@@ -113,7 +128,9 @@ def _materialise_layers(merged: Qwen3_5ForCausalLM, states: list[dict[str, torch
         taken.add(tensor.untyped_storage().data_ptr())
         return tensor
 
-    for index, state in enumerate(states):
+    big = merged.config.hidden_size >= PROGRESS_HIDDEN
+    for index, state in enumerate(tqdm(states, desc="qgc: compiled layers", unit="layer",
+                                       disable=not big, file=sys.stderr)):
         layer = merged.model.layers[index].to_empty(device="cpu")
         missing = set(layer.state_dict()) - set(state)
         if missing:

@@ -77,10 +77,49 @@ class CompiledMachine:
         rows = [self.compiled.encode(self.vocab.inputs(t)) for t in self.vocab.tokens()]
         return torch.tensor(rows, dtype=torch.float64)
 
+    def code_coords(self) -> list[int]:
+        """The coordinates of the code every GPU token's row carries."""
+        (code,) = [op for op in self.compiled.program.inputs() if op.input_name.data == "code"]
+        return self.compiled.coords[code.result]
 
-def build_model(machine: CompiledMachine, base, dtype: torch.dtype):
+    def written(self) -> set[int]:
+        """Coordinates the compiled layers and the readout write."""
+        from qgc.runtime.text_mute import DOWN, OUT_PROJ
+        layers = [*self.compiled.layers, readout_layer(self.compiled)]
+        return {index[0] for layer in layers for name in (DOWN, OUT_PROJ)
+                for index in layer.weights.get(name, {})}
+
+
+def build_model(machine: CompiledMachine, base, dtype: torch.dtype, mute: bool = True):
+    """The merged model; `mute`: with the text mute (`runtime/text_mute.py`)."""
+    gpu_rows = machine.gpu_rows()
+    readout_neurons = 1 + len(machine.code_coords())
+    return merge_muted(base, machine.layer_states(dtype), gpu_rows, machine.code_coords(),
+                       machine.written(), readout_neurons, dtype, mute)
+
+
+def merge_muted(base, states: Sequence[dict], gpu_rows: torch.Tensor, code: list[int],
+                written: set[int], readout_neurons: int, dtype: torch.dtype, mute: bool = True):
+    """`merge` with the GPU tokens' own LM head rows and, where a coordinate
+    is free, the text mute in front."""
+    from qgc.runtime import text_mute as TM
     from qgc.runtime.model import merge
-    return merge(base, machine.layer_states(dtype), machine.gpu_rows()).to(dtype)
+    config = base.config
+    embedding = base.model.embed_tokens.weight.detach()
+    plan = None
+    if mute:
+        plan = TM.plan(embedding, TM.free_coordinates(gpu_rows, written), config.rms_norm_eps,
+                       TM.max_squares(config.intermediate_size, readout_neurons))
+        if plan is None:
+            import sys
+            print("qgc: warning: no coordinate is free for the text mute: the compiled layers "
+                  "act on text", file=sys.stderr)
+        else:
+            states = TM.MutedStates(states, plan, config.hidden_size)
+    head = TM.head_rows(gpu_rows, code, embedding)
+    model = merge(base, states, gpu_rows, head).to(dtype)
+    model.qgc_text_mute = plan
+    return model
 
 
 class ModelStepper:

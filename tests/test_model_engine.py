@@ -196,7 +196,7 @@ def test_launch_through_the_merged_model(machines, base_config, name, suffix):
     ideal = run_trace(kernel, vocab, launch, tensor_stepper(compiled.program, vocab))
     base = load_base(None, load_text_config(base_config))
     model = build_model(CompiledMachine(compiled, vocab), base, torch.float32)
-    assert model.config.num_hidden_layers == len(compiled.layers) + 1 + 2
+    assert model.config.num_hidden_layers == 1 + len(compiled.layers) + 1 + 2  # marker, readout
     for dtype in (torch.float32, torch.bfloat16):
         model = model.to(dtype)
         result = run_trace(kernel, vocab, launch, model_stepper(model, vocab, SMALL_VOCAB))

@@ -70,7 +70,7 @@ def run(tmp_path_factory):
 
     base = load_base(None, load_text_config(base_config))
     model = build_model(CompiledMachine(compiled, vocab), base, torch.float32)
-    n_compiled = len(compiled.layers) + 1
+    n_compiled = 1 + len(compiled.layers) + 1      # the text marker, the layers, the readout
     with ActivityRecorder(model, n_compiled) as recorder:
         result = run_trace(kernel, vocab, launch, model_stepper(model, vocab, SMALL_VOCAB))
     text_ids = (torch.arange(1, 33) * 37) % SMALL_VOCAB     # text rows only
@@ -78,8 +78,8 @@ def run(tmp_path_factory):
         model(input_ids=text_ids[None])
     hooks = sum(len(m._forward_pre_hooks) for layer in model.model.layers[:n_compiled]
                 for m in layer.modules())
-    memory_heads = {(op.placed_layer, op.head.value.data) for op in compiled.program.ops()
-                    if isinstance(op, T.MemoryOp)}
+    memory_heads = {(1 + op.placed_layer, op.head.value.data)
+                    for op in compiled.program.ops() if isinstance(op, T.MemoryOp)}
     return SimpleNamespace(
         compiled=compiled, vocab=vocab, record=record, ideal=ideal, result=result,
         activity=recorder.activity, text=text_recorder.activity, text_ids=text_ids,
@@ -119,17 +119,19 @@ def test_memory_heads_fire_and_only_they(run):
     assert run.activity.heads.any()
 
 
-def test_text_activity_is_recorded(run):
-    """Text rows go through the same hooks (the compiled layers are not muted
-    on text yet: reported, not asserted zero; a text row has no flag
-    coordinate, so even the layers' constant neurons need not fire)."""
+def test_text_is_muted(run):
+    """On text rows the marker layer writes the mark, the compiled layers
+    stay silent (no head reads, no neuron fires) and only the readout's
+    removal neurons fire; on GPU tokens the marker layer never fires."""
     t = run.text
     assert len(t) == len(run.text_ids)
     per_layer = t.groups.sum((0, 2), dtype=int).tolist()
-    print(f"\ntext: {len(t)} tokens; heads fired {int(t.heads.sum())} times "
-          f"(layers {sorted(set(t.heads.nonzero()[1].tolist()))}); neurons fired per "
-          f"compiled layer {per_layer} (the last is the readout)")
-    assert t.heads.shape[0] == t.groups.shape[0] == len(t)
+    print(f"\ntext: {len(t)} tokens; neurons fired per compiled layer {per_layer} "
+          "(the first is the marker layer, the last the readout)")
+    assert not t.heads.any()
+    assert t.groups[:, 0].any() and t.groups[:, -1].any()
+    assert not t.groups[:, 1:-1].any()
+    assert not run.activity.groups[:, 0].any()
 
 
 def test_the_png(run, tmp_path):

@@ -1,0 +1,262 @@
+"""Tokens per second of every engine on the same launches, as ratios to `ref`.
+
+    python bench/tokens.py [KERNEL.ptx LAUNCH.json ...] [--config small|2b ...]
+                           [--dtype float32|bfloat16] [--repeat N] [--model-repeat N]
+                           [--no-model] [--no-generate]
+
+A launch's tokens are the length of the token stream (launch prompt and
+trace) of the `tensor` engine's run. `ref` and `simt` name no tokens: their
+tokens/s are token-equivalent (the same count over their seconds), so every
+engine is compared per launch; launches/s is printed too. The model engine
+runs the kernel's layers in front of a stand-in base with `--config`:
+
+- `small`: the 2B text config at hidden 1024, intermediate 3584, two base
+  layers (linear, full) and a 512-row vocabulary;
+- `2b`: the 2B stand-in itself (24 base layers, 248,320 rows).
+
+Model rows: `decode` (the host loop, token by token with the model's cache),
+`generate` (stock `generate`, one call per step) and `replay` (the `tensor`
+engine's recorded stream checked in one prefill pass: its tokens/s is the
+stream length over the replay's seconds). Build time (lowering, or compiling
+the layers and merging the model) is reported apart from run time (the
+median of the repeats). Every engine's buffers must equal `ref`'s, else the
+mismatch is printed and the exit status is 1. The peak RSS after building
+each model is the memory the report names (the process's high-water mark).
+
+Defaults: the dot product and vector_add examples, `--config small`, float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+DEFAULT_LAUNCHES = [EXAMPLES / "dot" / "dot.ptx", EXAMPLES / "dot" / "launch.json",
+                    EXAMPLES / "vector_add" / "vector_add.ptx",
+                    EXAMPLES / "vector_add" / "launch.json"]
+
+
+class Mismatch(Exception):
+    pass
+
+
+@dataclass
+class Row:
+    kernel: str
+    engine: str
+    build_s: float | None
+    run_s: float
+    tokens: int
+
+
+def timed(fn, repeat: int):
+    times, out = [], None
+    for _ in range(max(repeat, 1)):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
+
+
+def peak_rss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20   # KiB on Linux
+
+
+def rss_gib() -> float:
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[1])
+    return pages * resource.getpagesize() / 2**30
+
+
+def config_path(name: str) -> Path:
+    """The base config of `--config`: the shared 2B text config, or a small
+    variant of it written to a temporary config.json."""
+    from qgc.codegen import default_config_path
+    path = default_config_path()
+    if name == "2b":
+        return path
+    data = json.loads(path.read_text())
+    data.update(hidden_size=1024, intermediate_size=3584, num_hidden_layers=2,
+                layer_types=["linear_attention", "full_attention"], vocab_size=512,
+                bos_token_id=None, eos_token_id=None)
+    out = Path(tempfile.mkdtemp(prefix="qgc-bench-")) / "config.json"
+    out.write_text(json.dumps(data))
+    return out
+
+
+# ------------------------------------------------------------------ engines
+def lowered(ptx: Path, spec: str, launch=None):
+    from qgc import driver
+    ctx, module = driver.load(str(ptx))
+    if launch is None:
+        driver.apply(ctx, module, spec)
+    else:
+        driver.apply_for_launch(ctx, module, spec, launch)
+    return module
+
+
+def tensor_parts(module, launch):
+    from qgc.dialects import tensor
+    from qgc.passes.convert_simt_to_tensor import vocabulary_of
+    from qgc.runtime.simt_engine import pick_kernel
+    kernel = pick_kernel(module, launch.kernel)
+    (program,) = [p for p in tensor.programs_of(module)
+                  if p.program_name == f"{kernel.kernel_name}_step"]
+    return kernel, program, vocabulary_of(program)
+
+
+def check(name: str, kernel: str, buffers, expected) -> None:
+    if buffers != expected:
+        raise Mismatch(f"{kernel}: {name}: buffers {buffers} differ from ref's {expected}")
+
+
+def small_engines(ptx: Path, launch, repeat: int):
+    """ref, simt and tensor rows of one launch, and the stream's length."""
+    from qgc.pipeline import stage_pipeline
+    from qgc.runtime.ref import run_ref
+    from qgc.runtime.simt_engine import run_simt
+    from qgc.runtime.trace import run_trace, tensor_stepper
+    name = ptx.stem
+    rows = []
+    b_ref, m_ref = timed(lambda: lowered(ptx, stage_pipeline("ptx")), 1)
+    t_ref, res = timed(lambda: run_ref(m_ref, launch, warp_size=4), repeat)
+    expected = res.buffers
+    b_simt, m_simt = timed(lambda: lowered(ptx, stage_pipeline("simt")), 1)
+    t_simt, res = timed(lambda: run_simt(m_simt, launch), repeat)
+    check("simt", name, res.buffers, expected)
+    unscheduled = stage_pipeline("tensor").partition(",tensor-schedule-layers")[0]
+    b_tensor, m_tensor = timed(lambda: lowered(ptx, unscheduled, launch), 1)
+    kernel, program, vocab = tensor_parts(m_tensor, launch)
+    t_tensor, res = timed(lambda: run_trace(kernel, vocab, launch,
+                                            tensor_stepper(program, vocab)), repeat)
+    check("tensor", name, res.buffers, expected)
+    tokens = int(res.stats["tokens"])
+    rows += [Row(name, "ref", b_ref, t_ref, tokens), Row(name, "simt", b_simt, t_simt, tokens),
+             Row(name, "tensor", b_tensor, t_tensor, tokens)]
+    return rows, expected, tokens
+
+
+def model_engines(ptx: Path, launch, config, dtype_name: str, repeat: int, generate: bool,
+                  expected, tokens: int, memory: list):
+    """decode, generate and replay rows of the merged model for one launch."""
+    import torch
+
+    from qgc.model_commands import compile_machine, merged_model
+    from qgc.runtime.model_engine import GenerateMachine, model_stepper, replay_check
+    from qgc.runtime.trace import run_trace, tensor_stepper
+    name = ptx.stem
+    dtype = getattr(torch, dtype_name)
+    t0 = time.perf_counter()
+    machine, kernel = compile_machine(str(ptx), config, launch)
+    t_compile = time.perf_counter() - t0
+    t_merge, (model, base_vocab) = timed(lambda: merged_model(machine, None, config, dtype), 1)
+    memory.append((name, len(machine.compiled.layers) + 1, config.num_hidden_layers,
+                   peak_rss_gib(), rss_gib(), t_compile, t_merge))
+    program, vocab = machine.compiled.program, machine.vocab
+    rows = []
+
+    def decode():
+        return run_trace(kernel, vocab, launch, model_stepper(model, vocab, base_vocab))
+    t, res = timed(decode, repeat)
+    check("model decode", name, res.buffers, expected)
+    rows.append(Row(name, f"model decode ({dtype_name})", t_compile + t_merge, t, tokens))
+    if res.stats["tokens"] != tokens:
+        raise Mismatch(f"{name}: model decode: {res.stats['tokens']} tokens, the tensor "
+                       f"engine's stream has {tokens}")
+    if generate:
+        t, res = timed(lambda: run_trace(kernel, vocab, launch,
+                                         GenerateMachine(model, vocab, base_vocab)), repeat)
+        check("model generate", name, res.buffers, expected)
+        rows.append(Row(name, f"model generate ({dtype_name})", None, t, tokens))
+    # the stream the replay checks: the tensor engine's run on the machine's own program
+    recorded = run_trace(kernel, vocab, launch, tensor_stepper(program, vocab))
+    check("tensor (scheduled program)", name, recorded.buffers, expected)
+    t, _ = timed(lambda: replay_check(model, vocab, base_vocab, recorded.tokens,
+                                      recorded.predicted), repeat)
+    rows.append(Row(name, f"model replay ({dtype_name})", None, t, len(recorded.tokens)))
+    return rows      # the model goes with this frame (the caller collects)
+
+
+# ------------------------------------------------------------------ report
+def print_table(title: str, rows: list[Row]) -> None:
+    print(f"\n{title}")
+    head = (f"{'kernel':<12} {'engine':<26} {'build s':>8} {'tokens':>7} {'s/launch':>10} "
+            f"{'launch/s':>10} {'tokens/s':>11} {'/ ref':>9}")
+    print(head)
+    print("-" * len(head))
+    ref = {r.kernel: r.tokens / r.run_s for r in rows if r.engine == "ref"}
+    for r in rows:
+        tps = r.tokens / r.run_s
+        build = f"{r.build_s:8.3f}" if r.build_s is not None else f"{'':>8}"
+        print(f"{r.kernel:<12} {r.engine:<26} {build} {r.tokens:>7} {r.run_s:>10.4g} "
+              f"{1 / r.run_s:>10.4g} {tps:>11.4g} {tps / ref[r.kernel]:>9.3g}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("pairs", nargs="*", metavar="KERNEL.ptx LAUNCH.json",
+                   help="launches (default: the dot and vector_add examples)")
+    p.add_argument("--config", action="append", choices=["small", "2b"],
+                   help="base config of the model engine (repeatable; default small)")
+    p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    p.add_argument("--repeat", type=int, default=5, help="runs of ref/simt/tensor (median)")
+    p.add_argument("--model-repeat", type=int, default=1, help="runs of each model engine")
+    p.add_argument("--no-model", action="store_true", help="ref, simt and tensor only")
+    p.add_argument("--no-generate", action="store_true", help="leave out model generate")
+    args = p.parse_args(argv)
+    pairs = [Path(x) for x in args.pairs] or DEFAULT_LAUNCHES
+    if len(pairs) % 2:
+        p.error("launches come in pairs: KERNEL.ptx LAUNCH.json")
+    from qgc.diagnostics import QgcError
+    from qgc.runtime.launch import load_launch
+    from qgc.runtime.memory import Trap
+    try:
+        launches = [(pairs[i], load_launch(pairs[i + 1])) for i in range(0, len(pairs), 2)]
+    except QgcError as err:
+        print(err, file=sys.stderr)
+        return 2
+    configs = args.config or ["small"]
+    status = 0
+    for config_name in configs if not args.no_model else ["(no model)"]:
+        rows, memory = [], []
+        try:
+            if not args.no_model:
+                from qgc.runtime.model import load_text_config
+                config = load_text_config(config_path(config_name))
+            for ptx, launch in launches:
+                base_rows, expected, tokens = small_engines(ptx, launch, args.repeat)
+                rows += base_rows
+                if not args.no_model:
+                    rows += model_engines(ptx, launch, config, args.dtype, args.model_repeat,
+                                          not args.no_generate, expected, tokens, memory)
+                    gc.collect()
+        except (Mismatch, Trap, QgcError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            status = 1
+        title = "engines" if args.no_model else (
+            f"config {config_name} ({args.dtype}): hidden {config.hidden_size}, "
+            f"{config.num_hidden_layers} base layers, vocabulary {config.vocab_size}")
+        if rows:
+            print_table(title, rows)
+        for name, compiled, base_layers, peak, now, t_compile, t_merge in memory:
+            print(f"{name}: {compiled} compiled layers + {base_layers} base; compile "
+                  f"{t_compile:.1f} s, merge {t_merge:.1f} s; peak RSS after building "
+                  f"{peak:.2f} GiB (RSS {now:.2f} GiB)")
+        sys.stdout.flush()
+        if status:
+            return status
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
