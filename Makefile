@@ -4,7 +4,7 @@ PIP ?= $(PYTHON) -m pip
 LIT_JOBS ?= 2
 DOT = examples/dot
 
-.PHONY: help install demo test test-full test-py test-lit lint docs ptx check-docs bench
+.PHONY: help install demo test test-full test-py test-lit lint docs ptx check-docs bench bench-tokens
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -38,6 +38,9 @@ lint: install ## ruff over the sources
 
 bench: install ## seconds per dot-product launch per engine, as ratios to ref (BENCH_ARGS=--model)
 	$(PYTHON) bench/engines.py $(BENCH_ARGS)
+
+bench-tokens: install ## tokens/s of every engine, model decode/generate/replay included (BENCH_ARGS='--config 2b --dtype bfloat16')
+	$(PYTHON) bench/tokens.py $(BENCH_ARGS)
 
 docs: install ## regenerate docs/ptx-coverage.md from the code
 	$(PYTHON) -m qgc.coverage_doc > docs/ptx-coverage.md
