@@ -36,6 +36,37 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
+@pytest.fixture(scope="module")
+def two_torch_threads():
+    """The model tests' large matmuls: both cores (modules opt in with
+    `pytestmark = pytest.mark.usefixtures("two_torch_threads")`)."""
+    import torch
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(n)
+
+
+#: Text rows of the small stand-ins' vocabulary (GPU rows come after them).
+SMALL_VOCAB = 512
+
+
+def small_base_config(directory: Path, hidden: int = 2048, **changes) -> Path:
+    """A Qwen3.5 text config for a fast stand-in, written to directory/config.json:
+    the 2B's (hidden 2048) or the 0.8B's layer shape (hidden 1024), two base
+    layers (one linear, one full attention: a cache needs one), a 512-row
+    vocabulary."""
+    import json
+    data = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
+    data.update(hidden_size=hidden, intermediate_size={1024: 3584, 2048: 6144}[hidden],
+                num_hidden_layers=2, layer_types=["linear_attention", "full_attention"],
+                vocab_size=SMALL_VOCAB, bos_token_id=None, eos_token_id=None)
+    data.update(changes)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps(data))
+    return directory / "config.json"
+
+
 def _hypothesis_profiles() -> None:
     """No deadlines and no speed health checks (a loaded 2-core machine is slow);
     under CI, derandomized so that a red run can be re-run the same."""

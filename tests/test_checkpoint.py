@@ -14,32 +14,20 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import SHARED  # noqa: E402
+from conftest import SMALL_VOCAB, small_base_config  # noqa: E402
 from qgc.cli import main  # noqa: E402
 from qgc.runtime.launch import load_launch  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 DOT = EXAMPLES / "dot"
-VOCAB, WORDS = 512, 500
+VOCAB, WORDS = SMALL_VOCAB, 500
 
 
-@pytest.fixture(scope="module", autouse=True)
-def two_threads():
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("two_torch_threads")
 
 
 def write_config(directory: Path, **changes) -> Path:
-    data = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
-    data.update(hidden_size=1024, intermediate_size=3584, num_hidden_layers=2,
-                layer_types=["linear_attention", "full_attention"], vocab_size=VOCAB,
-                bos_token_id=None, eos_token_id=None)
-    data.update(changes)
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "config.json").write_text(json.dumps(data))
-    return directory / "config.json"
+    return small_base_config(directory, hidden=1024, **changes)
 
 
 def word_tokenizer():

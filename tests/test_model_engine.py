@@ -23,35 +23,21 @@ torch = pytest.importorskip("torch")
 
 from test_tensor_core import assert_energy  # noqa: E402
 
-from conftest import SHARED  # noqa: E402
+from conftest import SMALL_VOCAB, small_base_config  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SKELETON = [(name, suffix) for name in ("dot", "vector_add") for suffix in (".ptx", ".clang.ptx")]
 DTYPES = ("float32", "bfloat16")
-#: Text rows of the small stand-in's vocabulary (GPU rows come after them).
-SMALL_VOCAB = 512
 
 
-@pytest.fixture(scope="module", autouse=True)
-def two_threads():
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("two_torch_threads")
 
 
-def small_base_config(tmp_path_factory) -> Path:
-    data = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
-    data.update(num_hidden_layers=2, layer_types=["linear_attention", "full_attention"],
-                vocab_size=SMALL_VOCAB, bos_token_id=None, eos_token_id=None)
-    path = tmp_path_factory.mktemp("base") / "config.json"
-    path.write_text(json.dumps(data))
-    return path
 
 
 @pytest.fixture(scope="module")
 def base_config(tmp_path_factory):
-    return small_base_config(tmp_path_factory)
+    return small_base_config(tmp_path_factory.mktemp("base"))
 
 
 @pytest.fixture(scope="module")

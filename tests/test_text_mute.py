@@ -3,7 +3,6 @@ embedding row, and `qgc drift` with and without it on a small stand-in."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import SHARED  # noqa: E402
+from conftest import small_base_config  # noqa: E402
 from qgc.cli import main  # noqa: E402
 from qgc.runtime import text_mute as TM  # noqa: E402
 
@@ -58,12 +57,7 @@ def test_no_free_coordinate_no_plan():
 
 
 def small_config(tmp_path: Path) -> Path:
-    data = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
-    data.update(hidden_size=1024, intermediate_size=3584, num_hidden_layers=2,
-                layer_types=["linear_attention", "full_attention"], vocab_size=512,
-                bos_token_id=None, eos_token_id=None)
-    (tmp_path / "config.json").write_text(json.dumps(data))
-    return tmp_path / "config.json"
+    return small_base_config(tmp_path, hidden=1024)
 
 
 def drift(capsys, config: Path, *flags: str) -> dict[str, float]:

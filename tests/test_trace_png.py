@@ -6,7 +6,6 @@ outputs and the program's placement, then drawn as a PNG."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,30 +23,16 @@ from qgc.runtime.trace import run_trace, tensor_stepper
 torch = pytest.importorskip("torch")
 pytest.importorskip("matplotlib")
 
-from conftest import SHARED  # noqa: E402
+from conftest import SMALL_VOCAB, small_base_config  # noqa: E402
 from qgc.runtime.trace_png import GROUP, ActivityRecorder, draw_trace  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-#: Text rows of the small stand-in's vocabulary (GPU rows come after them).
-SMALL_VOCAB = 512
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def two_threads():
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("two_torch_threads")
 
 
-def small_base_config(tmp_path_factory) -> Path:
-    data = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
-    data.update(num_hidden_layers=2, layer_types=["linear_attention", "full_attention"],
-                vocab_size=SMALL_VOCAB, bos_token_id=None, eos_token_id=None)
-    path = tmp_path_factory.mktemp("base") / "config.json"
-    path.write_text(json.dumps(data))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +43,7 @@ def run(tmp_path_factory):
     dense 2B-shaped layers (about 6 GB in float32)."""
     from qgc.runtime.model import load_base, load_text_config
     from qgc.runtime.model_engine import CompiledMachine, build_model, model_stepper
-    base_config = small_base_config(tmp_path_factory)
+    base_config = small_base_config(tmp_path_factory.mktemp("base"))
     config = read_text_config(base_config)
     ctx, module = driver.load(str(EXAMPLES / "dot" / "dot.ptx"))
     spec = stage_pipeline("tensor").partition("tensor-schedule-layers")[0]
