@@ -39,11 +39,11 @@ pytestmark = pytest.mark.usefixtures("two_torch_threads")
 def run(tmp_path_factory):
     """The dot launch on the ideal engine (the step outputs of every fed token)
     and through the merged model inside an `ActivityRecorder`, then a text
-    prompt through the same model, recorded too. Built once: the model is 25
-    dense 2B-shaped layers (about 6 GB in float32)."""
+    prompt through the same model, recorded too. Built once, on the 0.8B
+    layer shape (hidden 1024)."""
     from qgc.runtime.model import load_base, load_text_config
     from qgc.runtime.model_engine import CompiledMachine, build_model, model_stepper
-    base_config = small_base_config(tmp_path_factory.mktemp("base"))
+    base_config = small_base_config(tmp_path_factory.mktemp("base"), hidden=1024)
     config = read_text_config(base_config)
     ctx, module = driver.load(str(EXAMPLES / "dot" / "dot.ptx"))
     spec = stage_pipeline("tensor").partition("tensor-schedule-layers")[0]
