@@ -34,7 +34,7 @@ test-lit: ## lit + FileCheck only
 	lit -j $(LIT_JOBS) testsuite
 
 lint: install ## ruff over the sources
-	ruff check qgc dialects passes runtime tests testsuite bench
+	ruff check qgc dialects passes runtime tests bench
 
 bench: install ## seconds per dot-product launch per engine, as ratios to ref (BENCH_ARGS=--model)
 	$(PYTHON) bench/engines.py $(BENCH_ARGS)

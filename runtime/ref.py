@@ -42,7 +42,7 @@ from qgc.runtime.memory import (
     add_buffers,
     align_up,
 )
-from qgc.runtime.ref_ops import (
+from qgc.runtime.ref_decode import (
     ALU,
     BARRIER,
     BRANCH,
@@ -53,10 +53,10 @@ from qgc.runtime.ref_ops import (
     BarrierSpec,
     Ctx,
     UnsupportedError,
-    compile_inst,
     float_imm,
     mask,
 )
+from qgc.runtime.ref_ops import compile_inst
 
 __all__ = ["LaunchError", "RefResult", "Trap", "UnsupportedError", "compile_kernel",
            "run_ref"]

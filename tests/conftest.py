@@ -84,21 +84,18 @@ _hypothesis_profiles()
 def on_random_programs(families: list[str], examples: int, pipeline: str, check,
                        refusals: tuple[str, ...] = ("is not yet supported by the machine",)
                        ) -> int:
-    """Draw programs of the testsuite/gen `families`, compile each with
+    """Draw programs of the tests/ptxgen `families`, compile each with
     `pipeline` and call `check(program, module, launch)`. A program the
     pipeline refuses must say why with one of `refusals`; a launch past the
     machine's memory must name the limit. Returns how many programs ran."""
     hypothesis = pytest.importorskip("hypothesis")
-    import sys
 
+    from ptxgen import programs
     from qgc import driver
     from qgc.context import make_context
     from qgc.diagnostics import QgcError
     from qgc.frontend import parse_ptx
     from qgc.runtime.launch import LaunchError, load_launch
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from testsuite.gen import programs
     ran = [0]
 
     @hypothesis.settings(max_examples=examples, deadline=None, database=None,

@@ -1,6 +1,6 @@
 """The reference engine against random PTX programs (DESIGN §2, the first rung).
 
-testsuite/gen/ptxgen.py builds whole kernels of six families, with launches and
+tests/ptxgen builds whole kernels of six families, with launches and
 the answers of an independent oracle (a per-thread interpreter of the generator's
 own records, numpy float32 for f32); `run_ref` must reproduce every output buffer
 bit for bit at warp sizes 4 and 32. The first tests check the oracle itself:
@@ -13,34 +13,19 @@ from __future__ import annotations
 import copy
 import os
 import struct
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # testsuite/ is a package of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from qgc.frontend import parse_ptx  # noqa: E402
-from testsuite.gen import FAMILIES, programs, run_oracle  # noqa: E402
-from testsuite.gen.ptxgen import (  # noqa: E402
-    FImm,
-    Imm,
-    Inst,
-    Kernel,
-    Mem,
-    OracleError,
-    Special,
-    _check_no_contraction,
-    f32_bits,
-    fma_f32,
-    round_to_f32,
-)
+from ptxgen import FAMILIES, programs, run_oracle
+from ptxgen.common import check_no_contraction
+from ptxgen.oracle import OracleError
+from ptxgen.records import FImm, Imm, Inst, Kernel, Mem, Special
+from ptxgen.values import f32_bits, fma_f32, round_to_f32
+from qgc.frontend import parse_ptx
 
 try:
     from qgc.runtime.launch import load_launch
@@ -309,9 +294,9 @@ def test_contractible_mul_add_is_rejected():
     k.emit("mul", (), "f32", t, x, x)
     k.emit("add", (), "f32", d, t, x)
     with pytest.raises(OracleError, match="contractible"):
-        _check_no_contraction(k)
+        check_no_contraction(k)
     k.code[-1] = Inst("add", ("rn",), ("f32",), (d, t, x))
-    _check_no_contraction(k)
+    check_no_contraction(k)
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -20,7 +20,8 @@ from qgc.runtime.coverage import supported_opcodes
 from qgc.runtime.launch import Arg, Launch, LaunchError, format_result, load_launch
 from qgc.runtime.memory import Trap
 from qgc.runtime.ref import run_ref
-from qgc.runtime.ref_ops import UnsupportedError, prmt
+from qgc.runtime.ref_decode import UnsupportedError
+from qgc.runtime.ref_int import prmt
 
 # ------------------------------------------------------------ the shared suite
 

@@ -7,7 +7,7 @@ lower PTX to it, and the `simt` engine, checked against `ref` at warp size 4.
 - every limit (max-ops, max-blocks, regs, preds, mem-words) is refused with the
   limit and the amount needed; everything the machine cannot run yet is refused
   with `file:L:C: error: 'OPCODE' is not yet supported by the machine`;
-- random programs of testsuite/gen (int32 and branch families) agree with the
+- random programs of tests/ptxgen (int32 and branch families) agree with the
   generator's oracle whenever the machine accepts them.
 """
 

@@ -1,10 +1,10 @@
 """Register spilling (`simt-allocate-registers`, docs/machine.md "Spilling"):
 spilled code must compute exactly what the unspilled code does.
 
-- random programs of testsuite/gen (int32, branch, shared, atomic) compiled
+- random programs of tests/ptxgen (int32, branch, shared, atomic) compiled
   with 4 registers (atomic: 3) agree with the generator's oracle;
 - every example the machine runs equals `ref` with 6 registers (most spill);
-- the lit kernels of testsuite/simt run the same spilled and not, with partial
+- the lit kernels of testsuite/passes run the same spilled and not, with partial
   warps and several CTAs (every thread has its own slots);
 - the spill area is counted in the launch's memory (`--stats`, the mem-words
   diagnostic), refused by the tensor level, checked by the verifier.
@@ -75,7 +75,7 @@ def test_four_registers_spill_most_examples_and_share_slots():
 # ------------------------------------------------------------ the lit kernels
 
 def _lit_module(ctx, name: str, pipeline: str | None):
-    text = (REPO / "testsuite" / "simt" / name).read_text()
+    text = (REPO / "testsuite" / "passes" / name).read_text()
     module = driver.parse_ir(ctx, text, name)
     if pipeline:
         driver.apply(ctx, module, pipeline)
@@ -93,8 +93,8 @@ def test_lit_kernels_run_the_same_spilled(ctx, kernel, n, grid, block):
         args.append({"type": "u32*", "data": [9] * block})
     launch = load_launch({"kernel": kernel, "grid": [grid, 1, 1], "block": [block, 1, 1],
                           "args": args})
-    plain = run_simt(_lit_module(ctx, "simt_allocate_registers_spill.mlir", None), launch)
-    spilled = _lit_module(ctx, "simt_allocate_registers_spill.mlir",
+    plain = run_simt(_lit_module(ctx, "simt-allocate-registers-spill.mlir", None), launch)
+    spilled = _lit_module(ctx, "simt-allocate-registers-spill.mlir",
                           "simt-allocate-registers{regs=3},simt-form-blocks{max-ops=4}")
     result = run_simt(spilled, launch)
     assert result.buffers == plain.buffers

@@ -75,7 +75,7 @@ def test_tensor_equals_simt(path, launch, expected):
 # ------------------------------------------------------- random programs
 
 def _random_programs_agree(families: list[str], examples: int) -> None:
-    """Programs of testsuite/gen: the tensor level's buffers are the
+    """Programs of tests/ptxgen: the tensor level's buffers are the
     generator's oracle's (and so the `simt` engine's)."""
     from conftest import on_random_programs
 

@@ -330,7 +330,7 @@ def test_merge_stock(merge_compiled, dtype, mode):
 # ------------------------------------------------------------------ clears
 
 def layers_example() -> T.ProgramOp:
-    """testsuite/tensor/tensor_schedule_layers.mlir: %b's second bit, dead
+    """testsuite/passes/tensor-schedule-layers.mlir: %b's second bit, dead
     after mlp 0, is cleared there for the read of attn 1."""
     b = T.ProgramBuilder("p")
     a, bb, key = b.input("a", 2), b.input("b", 2), b.input("key", 2)
