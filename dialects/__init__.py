@@ -6,7 +6,8 @@ from importlib import import_module
 from xdsl.ir import Dialect
 
 #: dialect name → the module under qgc.dialects and its Dialect object
-_DIALECTS = {"ptx": ("ptx", "PTX"), "simt": ("simt", "SIMT"), "tensor": ("tensor", "TENSOR")}
+_DIALECTS = {"ptx": ("ptx", "PTX"), "simt": ("simt", "SIMT"), "tensor": ("tensor", "TENSOR"),
+             "weights": ("weights", "WEIGHTS")}
 
 
 def _factory(module: str, name: str) -> Callable[[], Dialect]:

@@ -1014,13 +1014,7 @@ class Lowering:
         if len(self.blocks) > 1:
             program.properties["groups"] = builtin.StringAttr("exec_b")
         remove_dead_ops(program)
-        program.attributes["qgc.vocab"] = builtin.DictionaryAttr({
-            "records": builtin.IntAttr(self.vocab.records),
-            "blocks": builtin.IntAttr(self.vocab.blocks),
-            "warps": builtin.IntAttr(self.vocab.warps),
-            "sites": builtin.IntAttr(self.vocab.sites),
-            "ports": builtin.ArrayAttr([builtin.ArrayAttr([builtin.IntAttr(r) for r in p])
-                                        for p in self.vocab.ports])})
+        program.attributes["qgc.vocab"] = self.vocab.to_attr()
         return program
 
 
@@ -1064,11 +1058,7 @@ def vocabulary_of(program: T.ProgramOp) -> P.Vocabulary:
     if not isinstance(attr, builtin.DictionaryAttr):
         raise DiagnosticException(f"error: tensor program '{program.program_name}' carries no "
                                   "GPU vocabulary (run convert-simt-to-tensor)")
-    data = attr.data
-    ports = tuple(tuple(r.data for r in p.data) for p in data["ports"].data)  # type: ignore
-    sites = data["sites"].data if "sites" in data else 0    # type: ignore
-    return P.Vocabulary(*(data[k].data for k in ("records", "blocks", "warps")),  # type: ignore
-                        ports=ports, sites=sites)
+    return P.Vocabulary.from_attr(attr)
 
 
 def remove_dead_ops(program: T.ProgramOp) -> None:

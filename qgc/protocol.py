@@ -30,14 +30,26 @@ registers the block leaves live, changed control words), then `END` (or a
 host only appends tokens, picks the next warp, releases barriers and formats
 numbers.
 
-This module is pure Python (no xDSL, no torch): the lowering, the engines and
-the runtime share it.
+This module is pure Python and xDSL's builtin attributes (no torch): the
+lowering, the engines and the runtime share it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
+
+from xdsl.dialects import builtin
+from xdsl.ir import Attribute
+
+#: The token protocol's version, the one number layers files (`protocol_version`
+#: in the metadata, as a string) and checkpoints (`qgc.json`, as an integer)
+#: record: it counts incompatible changes of what a file's layers and GPU rows
+#: mean to a host. The "version 3" of docs/machine.md and README.md counts
+#: revisions of the token layout's design, not a number any file carries.
+PROTOCOL_VERSION = 1
 
 KINDS = ("A", "D", "EXEC", "END", "TRAP")
 #: Bits of a record address: 512 word-memory addresses, 128 launch-area
@@ -57,6 +69,12 @@ BLOCK_BITS = 6
 BYTES = 4
 LANES = 4
 LANE_BITS = 2
+
+
+def kernel_fingerprint(kernel: object) -> str:
+    """A digest of the machine listing (the `simt.kernel` as printed): a
+    build's host must run the kernel its layers were compiled from."""
+    return hashlib.sha256(str(kernel).encode()).hexdigest()[:16]
 
 
 def register_address(lane: int, register: int) -> int:
@@ -186,6 +204,28 @@ class Vocabulary:
     def tokens(self) -> list[Token]:
         return [self.token(i) for i in range(self.size)]
 
+    # ------------------------------------------------------------ serialised forms
+    def to_json(self) -> dict[str, Any]:
+        """The vocabulary as JSON fields (layers files, checkpoints); `size` is
+        derived, written for readers."""
+        return {"records": self.records, "blocks": self.blocks, "warps": self.warps,
+                "sites": self.sites, "ports": [list(p) for p in self.ports], "size": self.size}
+
+    @classmethod
+    def from_json(cls, fields: dict[str, Any]) -> Vocabulary:
+        return cls(fields["records"], fields["blocks"], fields["warps"],
+                   ports=tuple(tuple(p) for p in fields["ports"]), sites=fields.get("sites", 0))
+
+    def to_attr(self) -> builtin.DictionaryAttr:
+        """The JSON fields (less `size`) as the dictionary attribute a
+        `tensor.program` carries (`qgc.vocab`) and `weights.model` holds."""
+        fields = {k: v for k, v in self.to_json().items() if k != "size"}
+        return builtin.DictionaryAttr({k: _json_attr(v) for k, v in fields.items()})
+
+    @classmethod
+    def from_attr(cls, attr: builtin.DictionaryAttr) -> Vocabulary:
+        return cls.from_json({k: _attr_json(v) for k, v in attr.data.items()})
+
     # ------------------------------------------------------------ embedding fields
     def inputs(self, t: Token) -> dict[str, list[int]]:
         """The bits this token's embedding carries (the tensor program's inputs):
@@ -266,6 +306,20 @@ class Vocabulary:
                 raise ValueError(f"the output names memory site {site} of {self.sites}")
             return Token("TRAP", site=site, lane=value(out.get("next_lane", [])))
         raise ValueError("the model never emits EXEC")
+
+
+def _json_attr(value: int | list) -> Attribute:
+    if isinstance(value, list):
+        return builtin.ArrayAttr([_json_attr(v) for v in value])
+    return builtin.IntAttr(value)
+
+
+def _attr_json(attr: Attribute) -> int | list:
+    if isinstance(attr, builtin.ArrayAttr):
+        return [_attr_json(a) for a in attr.data]
+    if isinstance(attr, builtin.IntAttr):
+        return attr.data
+    raise ValueError(f"a GPU vocabulary holds integers and lists of them, not {attr}")
 
 
 def bits(x: int, width: int) -> list[int]:

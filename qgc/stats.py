@@ -138,7 +138,7 @@ def tensor_lines(module: builtin.ModuleOp) -> list[str]:
 
 
 def _margins(program, layers: int) -> list[str]:
-    from qgc.runtime.tensor_codegen import gate_margin, margins
+    from qgc.passes.tensor_to_weights import gate_margin, margins
     out = []
     for i in range(layers):
         m = gate_margin(margins(program, i))

@@ -16,7 +16,6 @@ under a temporary name and renamed: a failure leaves nothing half-written.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -27,7 +26,7 @@ from typing import Any
 from qgc import __version__
 from qgc import protocol as P
 from qgc.diagnostics import QgcError
-from qgc.runtime.layers_file import PROTOCOL_VERSION, vocabulary_fields, vocabulary_from
+from qgc.protocol import PROTOCOL_VERSION, kernel_fingerprint
 
 QGC_FILE = "qgc.json"
 
@@ -37,16 +36,11 @@ def token_string(t: P.Token) -> str:
     return f"<|qgc:{t.spelled()}|>"
 
 
-def kernel_fingerprint(kernel) -> str:
-    """A digest of the machine listing: the host's kernel must be DIR's."""
-    return hashlib.sha256(str(kernel).encode()).hexdigest()[:16]
-
-
 def build_info(kernel, vocab: P.Vocabulary, base_vocab: int, compiled_layers: int) -> dict:
     return {"qgc_version": __version__, "protocol_version": PROTOCOL_VERSION,
             "kernel": kernel.kernel_name, "fingerprint": kernel_fingerprint(kernel),
             "mem_words": kernel.mem_words.value.data, "base_vocab": base_vocab,
-            "compiled_layers": compiled_layers, "gpu_vocabulary": vocabulary_fields(vocab)}
+            "compiled_layers": compiled_layers, "gpu_vocabulary": vocab.to_json()}
 
 
 def generation_config(model, vocab: P.Vocabulary, base_vocab: int):
@@ -126,7 +120,7 @@ def read_info(directory: str | Path) -> dict[str, Any]:
 def check_kernel(directory: str | Path, info: dict, kernel, vocab: P.Vocabulary) -> None:
     """The host's kernel is the one DIR was built from."""
     if kernel_fingerprint(kernel) != info["fingerprint"] or \
-            vocabulary_fields(vocab) != info["gpu_vocabulary"]:
+            vocab.to_json() != info["gpu_vocabulary"]:
         raise QgcError(f"error: '{directory}' was built from kernel '{info['kernel']}' "
                        f"(fingerprint {info['fingerprint']}), not from this one "
                        f"('{kernel.kernel_name}', {kernel_fingerprint(kernel)})", 2)
@@ -137,4 +131,4 @@ def load_checkpoint(directory: str | Path, dtype):
     from transformers import AutoModelForCausalLM
     info = read_info(directory)
     model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True, dtype=dtype)
-    return model.eval(), info, vocabulary_from(info["gpu_vocabulary"])
+    return model.eval(), info, P.Vocabulary.from_json(info["gpu_vocabulary"])

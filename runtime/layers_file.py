@@ -1,4 +1,5 @@
-"""layers.safetensors: the compiled layers, compact, under Qwen3.5 names.
+"""layers.safetensors: a `weights.model` (dialects/weights.py), compact,
+under Qwen3.5 names.
 
 Tensor names are those of the decoder layers they fill
 (`model.layers.{i}.linear_attn.in_proj_qkv.weight`, `...mlp.gate_proj.weight`).
@@ -8,7 +9,8 @@ and `NAME.values` (float32), its shape in the metadata: a compiled layer holds
 a few thousand non-zeros of tens of millions of weights. The GPU tokens' embedding rows are
 `qgc.gpu_rows` (float32, one row per token of the GPU vocabulary). `__metadata__`
 holds the qgc version, the kernel, the machine parameters, the base text config
-the layers target, the GPU vocabulary and the token protocol version;
+the layers target, the GPU vocabulary (`Vocabulary.to_json`) and the token
+protocol version (`protocol.PROTOCOL_VERSION`);
 `check_base` compares them with a base model's config before merging. The file is
 written to a temporary name and renamed: a failure leaves no partial file.
 
@@ -21,33 +23,31 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from xdsl.dialects import builtin
 
 from qgc import __version__
 from qgc import protocol as P
 from qgc.diagnostics import QgcError
-from qgc.runtime.tensor_codegen import SparseLayer, param_shapes
+from qgc.dialects import weights as W
+from qgc.dialects.weights import SHAPE_FIELDS, param_shapes
 
-PROTOCOL_VERSION = 1
 DENSE_LIMIT = 1 << 16
 GPU_ROWS = "qgc.gpu_rows"
-#: The base config fields a compiled layer's shapes and encodings depend on.
-SHAPE_FIELDS = ("hidden_size", "intermediate_size", "linear_num_key_heads",
-                "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
-                "linear_conv_kernel_dim")
 
 
-def layer_tensors(layers: list[SparseLayer], config: Any) -> tuple[dict[str, np.ndarray],
-                                                                   dict[str, list[int]]]:
-    shapes = param_shapes(config)
+def layer_tensors(layers: list[W.LayerOp], shapes: dict[str, tuple[int, ...]]
+                  ) -> tuple[dict[str, np.ndarray], dict[str, list[int]]]:
     tensors: dict[str, np.ndarray] = {}
     sparse: dict[str, list[int]] = {}
     for layer in layers:
+        tables = layer.weights.tables()
         for name, shape in shapes.items():
-            full = f"model.layers.{layer.index}.{name}"
-            table = layer.weights.get(name, {})
+            full = f"model.layers.{layer.layer_index}.{name}"
+            table = tables.get(name, {})
             if int(np.prod(shape)) <= DENSE_LIMIT:
                 dense = np.zeros(shape, dtype=np.float32)
                 for idx, v in table.items():
@@ -62,28 +62,39 @@ def layer_tensors(layers: list[SparseLayer], config: Any) -> tuple[dict[str, np.
     return tensors, sparse
 
 
-def vocabulary_fields(vocab: P.Vocabulary) -> dict[str, Any]:
-    return {"records": vocab.records, "blocks": vocab.blocks, "warps": vocab.warps,
-            "sites": vocab.sites, "ports": [list(p) for p in vocab.ports], "size": vocab.size}
+def gpu_rows(model: W.ModelOp) -> np.ndarray:
+    """Every GPU token's embedding row, in token-id order."""
+    vocab = P.Vocabulary.from_attr(model.vocabulary)
+    return np.array([model.encoding.encode(vocab.inputs(t)) for t in vocab.tokens()],
+                    dtype=np.float32)
 
 
-def vocabulary_from(fields: dict[str, Any]) -> P.Vocabulary:
-    return P.Vocabulary(fields["records"], fields["blocks"], fields["warps"],
-                        ports=tuple(tuple(p) for p in fields["ports"]), sites=fields["sites"])
+def _value(attr: Any) -> int | str | None:
+    """An integer, string or none attribute of `weights.model` as JSON."""
+    if isinstance(attr, builtin.NoneAttr):
+        return None
+    return attr.data if isinstance(attr, builtin.StringAttr) else attr.value.data
 
 
-def write_layers(path: str | Path, layers: list[SparseLayer], config: Any, kernel: str,
-                 machine: dict[str, Any], vocab: P.Vocabulary, gpu_rows: np.ndarray) -> int:
-    """Write the file atomically; returns its size in bytes."""
+def write_layers(path: str | Path, model: W.ModelOp, config: Any) -> int:
+    """Write the `weights.model` for the base text `config` (recorded in the
+    metadata) atomically; returns the file's size in bytes."""
     from safetensors.numpy import save_file
-    tensors, sparse = layer_tensors(layers, config)
-    tensors[GPU_ROWS] = np.ascontiguousarray(gpu_rows, dtype=np.float32)
+    shape = {k: _value(v) for k, v in model.config.data.items()}
+    base = config.to_dict() if hasattr(config, "to_dict") else config
+    if any(shape[k] != base.get(k) for k in SHAPE_FIELDS):
+        raise QgcError(f"error: the layers of '{model.kernel_name}' were made for another base "
+                       "config", 2)
+    layers = model.layers()
+    tensors, sparse = layer_tensors(layers, param_shapes(SimpleNamespace(**shape)))
+    tensors[GPU_ROWS] = np.ascontiguousarray(gpu_rows(model), dtype=np.float32)
+    machine = {k: _value(v) for k, v in model.machine.data.items()}
+    vocab = P.Vocabulary.from_attr(model.vocabulary)
     meta = {
-        "qgc_version": __version__, "protocol_version": str(PROTOCOL_VERSION),
-        "kernel": kernel, "machine": json.dumps(machine, sort_keys=True),
-        "base_config": json.dumps(config.to_dict() if hasattr(config, "to_dict") else config,
-                                  sort_keys=True, default=str),
-        "gpu_vocabulary": json.dumps(vocabulary_fields(vocab)),
+        "qgc_version": __version__, "protocol_version": str(P.PROTOCOL_VERSION),
+        "kernel": model.kernel_name, "machine": json.dumps(machine, sort_keys=True),
+        "base_config": json.dumps(base, sort_keys=True, default=str),
+        "gpu_vocabulary": json.dumps(vocab.to_json()),
         "layers": str(len(layers)), "sparse_shapes": json.dumps(sparse, sort_keys=True),
     }
     path = Path(path)
@@ -124,9 +135,9 @@ def check_base(path: str | Path, meta: dict[str, str], base: Any) -> None:
     was compiled for the base's layer shapes and vocabulary size; else an
     error naming the first mismatch."""
     version = meta.get("protocol_version")
-    if version != str(PROTOCOL_VERSION):
+    if version != str(P.PROTOCOL_VERSION):
         raise QgcError(f"error: '{path}' speaks token protocol version {version}; this qgc "
-                       f"speaks version {PROTOCOL_VERSION} (recompile the kernel)", 2)
+                       f"speaks version {P.PROTOCOL_VERSION} (recompile the kernel)", 2)
     target = json.loads(meta["base_config"])
     have = base.to_dict() if hasattr(base, "to_dict") else dict(base)
     for name in (*SHAPE_FIELDS, "vocab_size"):

@@ -20,7 +20,7 @@ import torch
 from tqdm import tqdm
 from transformers.models.qwen3_5 import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
-from qgc.codegen import default_config_path
+from qgc.base_config import default_config_path
 from qgc.diagnostics import QgcError
 
 #: Building a model this wide (the 2B's) or wider shows a progress bar.

@@ -1,14 +1,14 @@
 """The `model` engine: the launch through transformers' own forward.
 
 The scheduled step program becomes stock Qwen3.5 linear-attention decoder
-layers (`runtime/tensor_codegen.py`) plus one *readout* layer; they go in
+layers (`passes/tensor_to_weights/`) plus one *readout* layer; they go in
 front of the base model's layers in one stock `Qwen3_5ForCausalLM`
 (`runtime/model.py`), and the GPU tokens are new embedding rows:
 
 - a GPU token's row is the residual vector its step program expects (the
   encoding of its fields, `CompiledProgram.encode`), which includes its
   *code* (`Vocabulary.code`): its output-style fields as ±1;
-- the readout layer's MLP (`runtime/readout.py`) writes `gain · (2b − 1)` for every output
+- the readout layer's MLP (`passes/tensor_to_weights/readout.py`) writes `gain · (2b − 1)` for every output
   bit b of the step onto the code coordinates. After the base layers and the
   final norm the residual points along the next token's code, so the tied LM
   head's argmax is that token (a row's logit falls by 2·gain per code bit it
@@ -27,8 +27,8 @@ from typing import Any
 import torch
 
 from qgc import protocol as P
-from qgc.runtime.readout import readout_layer
-from qgc.runtime.tensor_codegen import CompiledProgram, SparseLayer, param_shapes
+from qgc.dialects.weights import param_shapes
+from qgc.passes.tensor_to_weights import CompiledProgram, SparseLayer, readout_layer
 
 
 class LayerStates(Sequence):

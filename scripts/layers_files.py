@@ -25,7 +25,7 @@ def row(name: str, ptx: Path, launch_path: Path, out: Path) -> str | None:
     from qgc.dialects import tensor
     from qgc.pipeline import stage_pipeline
     from qgc.runtime.launch import LaunchError, load_launch
-    from qgc.runtime.tensor_codegen import gate_margin, margins
+    from qgc.passes.tensor_to_weights import gate_margin, margins
 
     start = time.perf_counter()
     ctx, module = driver.load(str(ptx))

@@ -770,7 +770,7 @@ STOCK = {"add": (1024, 3584), "setp.lt.s": (1024, 3584), "select": (1024, 3584),
 
 @pytest.fixture(scope="module", params=list(STOCK))
 def stock(request):
-    from qgc.runtime.tensor_codegen import compile_program
+    from qgc.passes.tensor_to_weights import compile_program
     op = request.param
     hidden, inter = STOCK[op]
     program = build_bit_op(op, 32) if op in BIT_OPS else build(op, 32)

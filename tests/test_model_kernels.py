@@ -151,7 +151,7 @@ def _params():
 # ------------------------------------------------------------------ the runs
 def layer_bytes(machine) -> int:
     """The float32 weights of the compiled layers and the readout."""
-    from qgc.runtime.tensor_codegen import param_shapes
+    from qgc.passes.tensor_to_weights import param_shapes
     per_layer = sum(math.prod(shape) for shape in param_shapes(machine.compiled.config).values())
     return 4 * per_layer * (len(machine.compiled.layers) + 1)
 

@@ -34,7 +34,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from conftest import SHARED
 from qgc.dialects import tensor as T
 from qgc.passes.tensor_schedule_layers import filler_pads, schedule
-from qgc.runtime.tensor_codegen import CodegenError, compile_program, margins
+from qgc.passes.tensor_to_weights import CodegenError, compile_program, margins
 from qgc.runtime.tensor_engine import (
     TensorEngineError,
     from_bits,
@@ -420,7 +420,7 @@ def test_schedule_places_memories_and_reads():
 
 
 def test_conjunction_penalties_are_exact():
-    from qgc.runtime.tensor_codegen import conjunction_penalties, is_bf16
+    from qgc.passes.tensor_to_weights import conjunction_penalties, is_bf16
     for on in (64.0, 251.0, 256.0):
         for n in range(1, 9):
             pens = conjunction_penalties(on, n)
@@ -464,7 +464,7 @@ def test_compiling_needs_no_torch():
         "from qgc.dialects import tensor as T\n"
         "from qgc.passes.tensor_schedule_layers import schedule\n"
         "from qgc.runtime.tensor_engine import run_tensor\n"
-        "from qgc.runtime.tensor_codegen import compile_program\n"
+        "from qgc.passes.tensor_to_weights import compile_program\n"
         "b = T.ProgramBuilder('p')\n"
         "a = b.input('a', 2)\n"
         "b.output('o', b.threshold([a], [({0: 1, 1: 1}, 2)]))\n"

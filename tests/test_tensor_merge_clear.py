@@ -30,7 +30,7 @@ from xdsl.utils.exceptions import VerifyException
 from qgc.dialects import tensor as T
 from qgc.passes.tensor_schedule_layers import schedule
 from qgc.runtime import tensor_engine as E
-from qgc.runtime.tensor_codegen import compile_program
+from qgc.passes.tensor_to_weights import compile_program
 from qgc.runtime.tensor_engine import TensorEngineError, run_tensor, run_tensor_tokens
 
 torch = pytest.importorskip("torch")

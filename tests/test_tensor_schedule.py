@@ -22,7 +22,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from qgc.dialects import tensor as T
 from qgc.passes.tensor_schedule_layers import peak_live, schedule
-from qgc.runtime.tensor_codegen import compile_program, margins
+from qgc.passes.tensor_to_weights import compile_program, margins
 from qgc.runtime.tensor_engine import from_bits, run_tensor, to_bits
 
 torch = pytest.importorskip("torch")
@@ -180,7 +180,7 @@ def test_a_narrowed_constant_is_caught(chain, monkeypatch):
     import dataclasses
     from fractions import Fraction
 
-    from qgc.runtime.tensor_codegen import CodegenError
+    from qgc.passes.tensor_to_weights import CodegenError
     exact = T.ThresholdRow.gadget
 
     def narrowed(row):

@@ -42,133 +42,37 @@ out_proj adds 2 per set bit onto the read's coordinates, which hold −1.
 from __future__ import annotations
 
 import functools
-import math
-import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from fractions import Fraction
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.ir import SSAValue
 
 from qgc.dialects import tensor as T
-
-# ------------------------------------------------------------------ constants
-
-FLAG_VALUE = 8.0          # the flag coordinate; x_flag = 1 after the norm
-ENERGY_PER_COORD = 64     # sum(h²) = 64·hidden: RMSNorm scale exactly 1/8
-NEURON_SCALE = 256.0      # gate 256·G, up U/256
-KEY_ON = 64.0             # key pre-activation at the addressed slot
-QUERY_ON = 251.0          # query pre-activation at the addressed slot
-QUERY_PARTNER = 26.75     # query pre-activation at the partner slot
-PARTNER_SLOT = 127        # never written: keeps the query's l2 norm exact
-VALUE_ON = 256.0          # value pre-activation of the active dimension of a group
-SILENT = -96.0            # a pre-activation ≤ this is exactly −0 after SiLU
-BETA_PRE = 32.0           # sigmoid(32) == 1.0 in float32 and bfloat16
-Z_PRE = 32.0              # SiLU(32) == 32
-NORM_WEIGHT = 1.0 / 64.0  # gated norm weight: 2 · 1/64 · 32 = 1
-A_LOG = -30.0             # g = −e^−30·ln 2: e^g == 1.0, no decay
-OUT_WEIGHT = 2.0          # a set bit moves its coordinate from −1 to +1
-HEAD_DIM = 128            # key and value head dims the constants above are solved for
-MAX_EPS = 2e-6            # rms_norm_eps that 64 + eps and 126.5625 + eps still round away
-
-
-class CodegenError(Exception):
-    """The program does not fit the config, or a weight would not be exact."""
-
-
-def is_bf16(value: float) -> bool:
-    """True when `value` is exactly representable in bfloat16 (8 significant bits)."""
-    bits = struct.unpack("<I", struct.pack("<f", value))[0] if math.isfinite(value) and \
-        abs(value) < 3.4e38 else 1
-    return bits & 0xFFFF == 0 and struct.unpack("<f", struct.pack("<I", bits))[0] == value
-
-
-def _bf16_values(lo: float, hi: float) -> list[float]:
-    out = []
-    e = math.floor(math.log2(lo)) if lo > 0 else 0
-    while 2.0 ** e <= hi:
-        for m in range(128, 256):
-            v = m * 2.0 ** (e - 7)
-            if lo <= v <= hi:
-                out.append(v)
-        e += 1
-    return sorted(set(out))
-
-
-def conjunction_penalties(on: float, n: int) -> list[float]:
-    """Per-bit penalties A_i for a pre-activation `on − Σ A_i·mismatch_i`: every
-    mismatch silences (on − A_i ≤ −96), and the weights ±4A_i and the flag
-    constant on − Σ A_i/2 are exact in bfloat16."""
-    if n == 0:
-        return []
-    candidates = _bf16_values(on - SILENT, 64 * (on - SILENT))
-    for a in candidates:
-        if is_bf16(4 * a) and is_bf16(on - n * a / 2):
-            return [a] * n
-    for a in candidates:
-        if not is_bf16(4 * a):
-            continue
-        for last in candidates:
-            if is_bf16(4 * last) and is_bf16(on - (n - 1) * a / 2 - last / 2):
-                return [a] * (n - 1) + [last]
-    raise CodegenError(f"no bfloat16-exact decoder of {n} bits to pre-activation {on}")
-
-
-# --------------------------------------------------------------- sparse weights
-
-#: parameter name (inside a decoder layer) -> shape given a config
-def param_shapes(config: Any) -> dict[str, tuple[int, ...]]:
-    H, inter = config.hidden_size, config.intermediate_size
-    nk, nv = config.linear_num_key_heads, config.linear_num_value_heads
-    dk, dv = config.linear_key_head_dim, config.linear_value_head_dim
-    conv_dim = 2 * nk * dk + nv * dv
-    return {
-        "input_layernorm.weight": (H,),
-        "post_attention_layernorm.weight": (H,),
-        "linear_attn.conv1d.weight": (conv_dim, 1, config.linear_conv_kernel_dim),
-        "linear_attn.dt_bias": (nv,),
-        "linear_attn.A_log": (nv,),
-        "linear_attn.norm.weight": (dv,),
-        "linear_attn.out_proj.weight": (H, nv * dv),
-        "linear_attn.in_proj_qkv.weight": (conv_dim, H),
-        "linear_attn.in_proj_z.weight": (nv * dv, H),
-        "linear_attn.in_proj_b.weight": (nv, H),
-        "linear_attn.in_proj_a.weight": (nv, H),
-        "mlp.gate_proj.weight": (inter, H),
-        "mlp.up_proj.weight": (inter, H),
-        "mlp.down_proj.weight": (H, inter),
-    }
-
-
-@dataclass
-class SparseLayer:
-    """The non-zero weights of one decoder layer: parameter → {index: value}."""
-
-    index: int
-    weights: dict[str, dict[tuple[int, ...], float]] = field(default_factory=dict)
-
-    def add(self, name: str, index: tuple[int, ...], value: float) -> None:
-        table = self.weights.setdefault(name, {})
-        v = table.get(index, 0.0) + value
-        if v == 0.0:
-            table.pop(index, None)
-        else:
-            table[index] = v
-
-    def set(self, name: str, index: tuple[int, ...], value: float) -> None:
-        self.weights.setdefault(name, {})[index] = value
-
-    def nnz(self) -> int:
-        return sum(len(t) for t in self.weights.values())
-
-    def check_bf16(self) -> None:
-        for name, table in self.weights.items():
-            for index, v in table.items():
-                if not is_bf16(v):
-                    raise CodegenError(f"layer {self.index} {name}{list(index)} = {v!r} is not "
-                                       "exact in bfloat16")
-
+from qgc.dialects import weights as W
+from qgc.dialects.weights import param_shapes
+from qgc.passes.tensor_to_weights.margins import check_margins
+from qgc.passes.tensor_to_weights.sparse import (
+    A_LOG,
+    BETA_PRE,
+    ENERGY_PER_COORD,
+    FLAG_VALUE,
+    HEAD_DIM,
+    KEY_ON,
+    MAX_EPS,
+    NEURON_SCALE,
+    NORM_WEIGHT,
+    OUT_WEIGHT,
+    PARTNER_SLOT,
+    QUERY_ON,
+    QUERY_PARTNER,
+    VALUE_ON,
+    Z_PRE,
+    CodegenError,
+    SparseLayer,
+    affine,
+    conjunction,
+)
 
 # --------------------------------------------------------------- the program
 
@@ -188,26 +92,6 @@ def value_coords(program: T.ProgramOp) -> dict[SSAValue, list[int]]:
         elif isinstance(op, T.MergeOp):         # its reads share their coordinates
             coords[op.result] = coords[op.inputs[0]]
     return coords
-
-
-def _affine(layer: SparseLayer, name: str, row: int, terms: Sequence[tuple[int, float]],
-            const: float, scale: float = 1.0) -> None:
-    """Row `row` of projection `name` computes scale·(Σ α·b + γ) from the bits
-    b at coordinates c (b = 4·x_c + x_flag/2)."""
-    flag = const
-    for c, alpha in terms:
-        layer.add(name, (row, c), scale * 4 * alpha)
-        flag += alpha / 2
-    layer.add(name, (row, T.ProgramOp.FLAG), scale * flag)
-
-
-def _conjunction(layer: SparseLayer, name: str, row: int,
-                 required: Sequence[tuple[int, int]], on: float) -> None:
-    """Pre-activation `on` when every (coordinate, bit) matches, ≤ −96 otherwise."""
-    pens = conjunction_penalties(on, len(required))
-    terms = [(c, a if want else -a) for (c, want), a in zip(required, pens, strict=True)]
-    const = on - sum(a for (_, want), a in zip(required, pens, strict=True) if want)
-    _affine(layer, name, row, terms, const)
 
 
 @dataclass
@@ -234,18 +118,13 @@ class CompiledProgram:
 
     def encode(self, inputs: Mapping[str, Sequence[int]]) -> list[float]:
         """The residual vector of one GPU token carrying these input bits."""
-        base, fields = self._encoding
-        h = list(base)
-        for name, coords in fields:
-            bits = list(inputs[name])
-            if len(bits) != len(coords) or any(b not in (0, 1) for b in bits):
-                raise CodegenError(f"input '{name}' takes {len(coords)} bits (0 or 1)")
-            for c, b in zip(coords, bits, strict=True):
-                h[c] = 2.0 * b - 1.0
-        return h
+        try:
+            return self.encoding.encode(inputs)
+        except ValueError as err:
+            raise CodegenError(str(err)) from None
 
     @functools.cached_property
-    def _encoding(self) -> tuple[list[float], list[tuple[str, list[int]]]]:
+    def encoding(self) -> W.EncodingAttr:
         """What every token's row shares (flag, −1 on coordinates a read or a
         threshold writes first, pads), and each input's coordinates."""
         h = [0.0] * self.hidden
@@ -262,7 +141,7 @@ class CompiledProgram:
                     h[c] = -1.0       # a fresh bit coordinate: bit 0 until written
             elif isinstance(op, T.PadOp):
                 h[op.coord.value.data] = float(op.value.value.data)
-        return h, fields
+        return W.EncodingAttr.from_row(h, fields)
 
     def decode(self, h: Sequence[float]) -> dict[str, list[int]]:
         """Output bits of a residual vector; every output coordinate must hold
@@ -411,7 +290,7 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp | T.ClearOp],
             for _, slope, offset in part.gadget().neurons:
                 # G = slope·(Σ w·b − t) + offset
                 terms = [(inputs[i], float(slope * w)) for i, w in form]
-                _affine(layer, gate, n, terms, float(offset - slope * t), NEURON_SCALE)
+                affine(layer, gate, n, terms, float(offset - slope * t), NEURON_SCALE)
                 up_from(n)
                 n += 1
         constant = 0                                 # the neuron that writes each row's base
@@ -433,7 +312,7 @@ def _compile_mlp(layer: SparseLayer, ops: list[T.ThresholdOp | T.ClearOp],
                 layer.add(down, (out_coord, constant), 2.0 * base)
             if out_coord in overwritten:
                 # the copy neuron: G = b_old (0 or 1, exact), down −2
-                _affine(layer, gate, n, [(out_coord, 1.0)], 0.0, NEURON_SCALE)
+                affine(layer, gate, n, [(out_coord, 1.0)], 0.0, NEURON_SCALE)
                 up_from(n)
                 layer.add(down, (out_coord, n), -2.0)
                 n += 1
@@ -451,7 +330,7 @@ def _gated_up(layer: SparseLayer, neuron: int, gate_bit: int | None) -> None:
     if gate_bit is None:
         layer.add(up, (neuron, T.ProgramOp.FLAG), 1.0 / NEURON_SCALE)
     else:
-        _affine(layer, up, neuron, [(gate_bit, 1.0)], 0.0, 1.0 / NEURON_SCALE)
+        affine(layer, up, neuron, [(gate_bit, 1.0)], 0.0, 1.0 / NEURON_SCALE)
 
 
 def _compile_clear(layer: SparseLayer, op: T.ClearOp, groups: list[int] | None) -> int:
@@ -463,7 +342,7 @@ def _compile_clear(layer: SparseLayer, op: T.ClearOp, groups: list[int] | None) 
     g = op.group_index
     gate_bit = None if g is None else groups[g]  # type: ignore[index]
     for c in op.cleared_coords():
-        _affine(layer, "mlp.gate_proj.weight", n, [(c, 1.0)], 0.0, NEURON_SCALE)
+        affine(layer, "mlp.gate_proj.weight", n, [(c, 1.0)], 0.0, NEURON_SCALE)
         _gated_up(layer, n, gate_bit)
         layer.add("mlp.down_proj.weight", (c, n), -2.0)
         n += 1
@@ -499,7 +378,7 @@ def _compile_memory(layer: SparseLayer, mem: T.MemoryOp, write: T.KvWriteOp | No
         key = coords[write.key]
         en = coords[write.enable] if write.enable is not None else None
         for slot in range(mem.n_slots):
-            _conjunction(layer, qkv, k0 + slot, _key_required(write, key, en, slot), KEY_ON)
+            conjunction(layer, qkv, k0 + slot, _key_required(write, key, en, slot), KEY_ON)
         val = coords[write.value]
         for g in range(HEAD_DIM // 4):
             group = [val[i] for i in (2 * g, 2 * g + 1) if i < len(val)]
@@ -509,8 +388,8 @@ def _compile_memory(layer: SparseLayer, mem: T.MemoryOp, write: T.KvWriteOp | No
                     continue                                   # a missing bit is always 0
                 row = v0 + 4 * g + code
                 if group:
-                    _conjunction(layer, qkv, row, list(zip(group, want, strict=False)),
-                                 VALUE_ON)
+                    conjunction(layer, qkv, row, list(zip(group, want, strict=False)),
+                                VALUE_ON)
                 elif code == 0:
                     layer.add(qkv, (row, flag), VALUE_ON)      # unused group: code 0
         layer.add("linear_attn.in_proj_b.weight", (h, flag), BETA_PRE)
@@ -521,8 +400,8 @@ def _compile_memory(layer: SparseLayer, mem: T.MemoryOp, write: T.KvWriteOp | No
         g = read.group_index
         extra = [] if g is None else [(groups[g], 1)]  # type: ignore[index]
         for slot in range(mem.n_slots):
-            _conjunction(layer, qkv, q0 + slot,
-                         _key_required(read, key, en, slot) + extra, QUERY_ON)
+            conjunction(layer, qkv, q0 + slot,
+                        _key_required(read, key, en, slot) + extra, QUERY_ON)
         layer.add(qkv, (q0 + PARTNER_SLOT, flag), QUERY_PARTNER)
         for d in range(HEAD_DIM):
             layer.add("linear_attn.in_proj_z.weight", (h * HEAD_DIM + d, flag), Z_PRE)
@@ -618,76 +497,3 @@ def _check_energy(compiled: CompiledProgram) -> None:
     if energy != target:
         raise CodegenError(f"tensor program '{program.program_name}' starts with sum(h²) = "
                            f"{energy}, not 64·hidden = {target}")
-
-
-# ------------------------------------------------------------- margin analysis
-
-@dataclass(frozen=True)
-class Margins:
-    """Static bounds of the MLP gate pre-activations (in units of G, gate/256)."""
-
-    min_active: Fraction      # smallest G of a neuron that is on
-    max_inactive: Fraction    # largest G < 0 of a neuron that is off
-    max_active: Fraction      # largest G of a neuron that is on (≤ 255: exact in bf16)
-    kinds: dict[str, int]     # gadget kind → rows
-
-
-def margins(program: T.ProgramOp, layer: int | None = None) -> Margins:
-    """Interval bounds over every possible input: G = slope·L + offset with L
-    integer in the row's range; a neuron with G ≤ −½ or G = 0 outputs exactly 0.
-    `layer`: only the thresholds placed in that layer's MLP half."""
-    min_on, max_off, max_on = Fraction(10 ** 9), Fraction(-(10 ** 9)), Fraction(0)
-    kinds: dict[str, int] = {}
-    for op in program.ops():
-        if layer is not None and getattr(op, "placed_layer", None) != layer:
-            continue
-        if isinstance(op, T.ClearOp):        # G = b_old: exactly 0 or 1
-            kinds["clear"] = kinds.get("clear", 0) + op.neuron_count()
-            min_on, max_on = min(min_on, Fraction(1)), max(max_on, Fraction(1))
-            continue
-        if not isinstance(op, T.ThresholdOp):
-            continue
-        for g in (part.gadget() for row in op.row_list() for _, part in row.parts):
-            kinds[g.kind] = kinds.get(g.kind, 0) + 1
-            for _, slope, offset in g.neurons:
-                # over integer L in [lo, hi], the smallest positive and largest negative G
-                for L in (g.lo, g.hi, *_near_zero(slope, offset, g.lo, g.hi)):
-                    G = slope * L + offset
-                    if G > 0:
-                        min_on = min(min_on, G)
-                        max_on = max(max_on, G)
-                    elif G < 0:
-                        max_off = max(max_off, G)
-    return Margins(min_on, max_off, max_on, kinds)
-
-
-def check_margins(program: T.ProgramOp, n_layers: int) -> None:
-    """Every gate of every layer exact in float32 and bfloat16: G = 0 or
-    |G| ≥ ½ (SiLU(256·G) is then exactly ReLU), and an active G ≤ 256 (the
-    gadgets' bound for 8 significant bits); otherwise compilation stops,
-    naming the layer."""
-    for i in range(n_layers):
-        m = margins(program, i)
-        margin = gate_margin(m)
-        if margin is not None and margin < Fraction(1, 2):
-            raise CodegenError(f"layer {i} of tensor program '{program.program_name}': a gate "
-                               f"pre-activation reaches |G| = {margin}, inside the margin of "
-                               "1/2 that keeps SiLU exact (only G = 0 or |G| ≥ 1/2 are)")
-        if m.max_active > T.MAX_ACTIVE_GATE:
-            raise CodegenError(f"layer {i} of tensor program '{program.program_name}': an "
-                               f"active gate reaches G = {m.max_active}, more than the "
-                               f"{T.MAX_ACTIVE_GATE} units bfloat16 keeps exact")
-
-
-def gate_margin(m: Margins) -> Fraction | None:
-    """How far the gates of `m` stay from 0 on either side, in units of G: a
-    neuron is exact (SiLU(256·G)/256 = ReLU(G)) when |G| ≥ ½ or G = 0; None
-    when no neuron is on or off."""
-    sides = [v for v in (m.min_active, -m.max_inactive) if abs(v) < 10 ** 9]
-    return min(sides) if sides else None
-
-
-def _near_zero(slope: Fraction, offset: Fraction, lo: int, hi: int) -> list[int]:
-    root = -offset / slope
-    return [L for L in (math.floor(root), math.ceil(root), math.floor(root) - 1,
-                        math.ceil(root) + 1) if lo <= L <= hi]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from qgc import protocol as P
 from qgc.dialects import tensor as T
-from qgc.runtime.tensor_codegen import NEURON_SCALE, CompiledProgram, SparseLayer, _affine
+from qgc.passes.tensor_to_weights.codegen import CompiledProgram
+from qgc.passes.tensor_to_weights.sparse import NEURON_SCALE, SparseLayer, affine
 
 READOUT_GAIN = 1024.0
 
@@ -33,10 +34,8 @@ def readout_layer(compiled: CompiledProgram) -> SparseLayer:
     layer.add(gate, (0, flag), NEURON_SCALE)            # constant neuron: ReLU(1) = 1
     layer.add(up, (0, flag), 1.0 / NEURON_SCALE)
     for n, (src, dst) in enumerate(zip(out_bits, code, strict=True), start=1):
-        _affine(layer, gate, n, [(src, 1.0)], 0.0, NEURON_SCALE)   # G = b: ReLU(b) = b
+        affine(layer, gate, n, [(src, 1.0)], 0.0, NEURON_SCALE)    # G = b: ReLU(b) = b
         layer.add(up, (n, flag), 1.0 / NEURON_SCALE)
         layer.add(down, (dst, n), 2 * READOUT_GAIN)
         layer.add(down, (dst, 0), -READOUT_GAIN)
     return layer
-
-

@@ -1,0 +1,81 @@
+"""convert-tensor-to-weights and the weights level: the layers file written
+from the weights level is the one written from the tensor level, and the GPU
+vocabulary's two serialised forms (attribute, JSON) round-trip."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+
+from qgc import protocol as P
+from qgc.codegen import write_compiled
+from qgc.context import make_context
+from qgc.dialects import weights as W
+from qgc.passes.convert_simt_to_tensor import ConvertSimtToTensorPass
+from qgc.passes.convert_tensor_to_weights import ConvertTensorToWeightsPass
+from qgc.passes.tensor_schedule_layers import TensorScheduleLayersPass
+from qgc.runtime.layers_file import read_layers
+
+KERNEL = """
+builtin.module {
+  simt.kernel @k(ptr a) lanes 4 mem_words 127 max_blocks 64 max_ops 16 regs 15 preds 8 {
+    simt.ld r0, param[0]
+    simt.ld r1, global[r0 + 0] buffer 0
+    simt.st global[r0 + 1], r1 buffer 0
+    simt.exit
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def tensor_level():
+    ctx = make_context()
+    module = Parser(ctx, KERNEL).parse_module()
+    ConvertSimtToTensorPass().apply(ctx, module)
+    TensorScheduleLayersPass().apply(ctx, module)
+    return ctx, module
+
+
+def test_the_weights_level_writes_the_tensor_levels_file(tensor_level, tmp_path):
+    ctx, module = tensor_level
+    write_compiled(module, tmp_path / "tensor.safetensors")
+    lowered = module.clone()
+    ConvertTensorToWeightsPass().apply(ctx, lowered)
+    (model,) = W.models_of(lowered)
+    write_compiled(lowered, tmp_path / "weights.safetensors")
+    a, meta_a = read_layers(tmp_path / "tensor.safetensors")
+    b, meta_b = read_layers(tmp_path / "weights.safetensors")
+    assert meta_a == meta_b and a.keys() == b.keys()
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert int(meta_a["layers"]) == len(model.layers())
+
+
+def test_the_weights_level_prints_a_line_per_layer(tensor_level):
+    ctx, module = tensor_level
+    lowered = module.clone()
+    ConvertTensorToWeightsPass().apply(ctx, lowered)
+    out = io.StringIO()
+    Printer(stream=out).print_op(lowered)
+    layers = [line for line in out.getvalue().splitlines() if "weights.layer" in line]
+    assert len(layers) == len(W.models_of(lowered)[0].layers())
+    assert "readout" in layers[-1] and all(len(line) < 400 for line in layers)
+
+
+def test_the_options_of_a_config_parse_back():
+    from qgc.base_config import read_text_config
+    from qgc.pipeline import parse_pipeline
+    config = read_text_config()
+    (p,) = parse_pipeline(ConvertTensorToWeightsPass.options_for(config)).passes
+    assert vars(p.text_config()).items() <= config.to_dict().items()
+
+
+def test_the_vocabulary_round_trips():
+    vocab = P.Vocabulary(6, 3, 8, ports=((1, 2), ()), sites=2)
+    assert P.Vocabulary.from_attr(vocab.to_attr()) == vocab
+    assert P.Vocabulary.from_json(vocab.to_json()) == vocab
+    assert list(vocab.to_json()) == ["records", "blocks", "warps", "sites", "ports", "size"]
