@@ -16,7 +16,7 @@ module beside it (the runtime lays memory out from it). Per token kind:
   The block's live-in registers come from the register file through its own
   read ports (read in the block's group, so a port's bits live only while
   its block uses them, and share coordinates with the other blocks'), its
-  predicates from the warp's `preds` word. Ops are exact bit circuits per lane (`qgc.alu`);
+  predicates from the warp's `preds` word. Ops are exact bit circuits per lane (`circuits.Alu`);
   loads read their ports and see the block's earlier stores (forwarding);
   stores, atomics, the registers the block leaves live and the changed
   control words become the step's *records*, written with the step's end
@@ -48,12 +48,12 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from qgc import protocol as P
-from qgc.alu import Alu
 from qgc.dataflow import Cfg, kept_by_guarded_writes, liveness, register_access
 from qgc.diagnostics import location_prefix
 from qgc.dialects import simt
 from qgc.dialects import tensor as T
 from qgc.passes.simt_layout_memory import check_laid_out
+from qgc.passes.simt_to_tensor.circuits.alu import Alu
 
 WORD = 32
 SLOTS = P.BANK_WORDS           # rows of a memory head (slot 127 keeps the query exact)

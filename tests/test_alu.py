@@ -1,4 +1,4 @@
-"""qgc.alu: every circuit against Python's integer semantics on the ideal
+"""simt_to_tensor.circuits: every circuit against Python's integer semantics on the ideal
 `tensor` engine (exhaustively at small widths, on drawn and edge operands at
 32 bits, at every width 1..32), the scheduled depth of the main circuits at 32
 bits, and add / setp / select / mul_lo / popc / clz / mul.hi.s compiled into stock
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qgc.alu import CONDS, Alu, Form, _tighten
 from qgc.dialects import simt
 from qgc.dialects import tensor as T
+from qgc.passes.simt_to_tensor.circuits.alu import CONDS, Alu, Form, _tighten
 from qgc.passes.tensor_schedule_layers import schedule
 from qgc.runtime.simt_engine import ALU
 from qgc.runtime.tensor_engine import from_bits, run_tensor, to_bits

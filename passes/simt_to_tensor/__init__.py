@@ -1,0 +1,1 @@
+"""The simt -> tensor lowering: its circuits and the Lowering built from them."""
