@@ -53,7 +53,7 @@ from qgc.diagnostics import location_prefix
 from qgc.dialects import simt
 from qgc.dialects import tensor as T
 from qgc.passes.simt_layout_memory import check_laid_out
-from qgc.passes.simt_to_tensor.circuits.alu import Alu
+from qgc.passes.simt_to_tensor.circuits import Alu
 
 WORD = 32
 SLOTS = P.BANK_WORDS           # rows of a memory head (slot 127 keeps the query exact)

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from qgc.dialects import simt
 from qgc.dialects import tensor as T
-from qgc.passes.simt_to_tensor.circuits.alu import CONDS, Alu, Form, _tighten
+from qgc.passes.simt_to_tensor.circuits import CONDS, Alu, Form
+from qgc.passes.simt_to_tensor.circuits.forms import tighten as _tighten
 from qgc.passes.tensor_schedule_layers import schedule
 from qgc.runtime.simt_engine import ALU
 from qgc.runtime.tensor_engine import from_bits, run_tensor, to_bits
