@@ -14,7 +14,7 @@ once takes a coordinate, and there are `hidden`):
    the budget in every view; a read's bits are ready for the MLP of the same
    layer;
 2. sinking (`_Sinking`): units move later where that frees coordinates;
-3. coordinates along lifetimes (`_Coordinates`): coordinate 0 is the flag,
+3. coordinates along lifetimes (`Coordinates`): coordinate 0 is the flag,
    then the inputs, then the reads and thresholds in time order, each bit on
    a coordinate that holds −1 where it is written in every view it appears in
    (never used there, or its dead bit reset by a clear neuron in time: a
@@ -43,6 +43,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from qgc.dialects import tensor as T
+from qgc.passes.tensor_schedule.coordinates import Coordinates, Neurons
 
 #: Largest pad value (exact in bfloat16, and x = P/8 stays exact).
 MAX_PAD = T.MAX_ACTIVE_GATE
@@ -246,15 +247,15 @@ def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
 
     # ---------------------------------------------------------------- coordinates
     n_layers = last_half // 2 + 1
-    spare = _Neurons(res.neurons, intermediate)
-    coords = _Coordinates(program.group_bits(), spare)
+    spare = Neurons(res.neurons, intermediate)
+    coords = Coordinates(program.group_bits(), spare)
     last = _last_reads(program)
     exposed = T.exposed_bits(program, _bit_keys)
     intervals: list[tuple[int, int, int | None]] = []     # [birth, release), group of every bit
     for op in program.ops():
         if isinstance(op, T.InputOp):
             taken = [coords.fresh() for _ in range(T.width_of(op.result))]
-            op.properties["coords"] = T._dense(T.ranges_of(taken))
+            op.properties["coords"] = T.i64_array(T.ranges_of(taken))
             for i, c in enumerate(taken):
                 coords.hold(c, None, _release(last, op, i))
                 intervals.append((-1, _release(last, op, i), None))
@@ -287,9 +288,9 @@ def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
             intervals.append((birth, release, g))
             taken.append(c)
         for holder in merge.reads() if merge is not None else [op]:
-            holder.properties["coords"] = T._dense(T.ranges_of(taken))
+            holder.properties["coords"] = T.i64_array(T.ranges_of(taken))
         if over:
-            op.properties["overwrites"] = T._dense(T.ranges_of(sorted(over)))
+            op.properties["overwrites"] = T.i64_array(T.ranges_of(sorted(over)))
     thresholds = [op for op in bits_ops if isinstance(op, T.ThresholdOp)]
     energy = 64 + coords.next - 1    # the flag (8²), then one unit per bit coordinate
     clears = coords.clear_ops()
@@ -511,13 +512,13 @@ class _Placement:
             op = unit.ops[0]
             lo = self.res.add(op, h)
             op.place(h // 2, "mlp")  # type: ignore[attr-defined]
-            op.properties["neurons"] = T._dense([lo, lo + op.gadget_neuron_count()])
+            op.properties["neurons"] = T.i64_array([lo, lo + op.gadget_neuron_count()])
         else:
             head = self.res.heads.get(h, 0)
             self.res.heads[h] = head + 1
             for op in unit.ops:
                 op.place(h // 2, "attn")  # type: ignore[attr-defined]
-                op.properties["head"] = T._i64(head)
+                op.properties["head"] = T.i64_attr(head)
 
 
 class _Sinking:
@@ -658,7 +659,7 @@ class _Sinking:
             if u.memory is not None:
                 h = T.half_index(u.memory)
                 for op in u.ops:
-                    op.properties["head"] = T._i64(count.get(h, 0))
+                    op.properties["head"] = T.i64_attr(count.get(h, 0))
                 count[h] = count.get(h, 0) + 1
 
 
@@ -666,120 +667,6 @@ def _release(last: dict[tuple[SSAValue, int], int], op: Operation, i: int) -> in
     """The half after which bit i of op's result is dead (read at its input)."""
     birth = T.birth_half(op)
     return max(last.get((op.results[0], i), birth), birth + 1)
-
-
-class _Neurons:
-    """MLP neurons per half: the thresholds' gadgets (placed), then one more
-    per copy or clear neuron while the half has room."""
-
-    def __init__(self, placed: dict[int, int], intermediate: int) -> None:
-        self.used = dict(placed)
-        self.intermediate = intermediate
-
-    def take(self, lo: int, hi: int) -> int | None:
-        """An MLP half in [lo, hi] with a neuron to spare (the latest), taken."""
-        for h in range(hi if hi % 2 else hi - 1, max(lo, 0) - 1, -2):
-            if self.used.get(h, 1) < self.intermediate:
-                self.used[h] = self.used.get(h, 1) + 1
-                return h
-        return None
-
-
-class _Coordinates:
-    """Residual coordinates along the bits' lifetimes, per *view*: the tokens
-    on which group g runs see only ungrouped bits and g's (another group's
-    bits are zero there, so its coordinates stay −1), the tokens on which no
-    group runs only ungrouped bits. A bit needs a coordinate that holds −1 in
-    every view it appears in when it is written:
-
-    - one nobody used in those views (a fresh coordinate, or one only other
-      groups use: free for a grouped bit);
-    - one whose bits there are dead, reset to −1 by a clear neuron in an MLP
-      half between the last read and the write (gated by the group for a
-      grouped bit; ungrouped, it clears every view), the threshold's own copy
-      neuron when that is its own half;
-    - else a new one.
-
-    `state[c]` maps a view (group, or None) to the release half of the last
-    bit there; a view absent holds −1. An ungrouped bit is in every view."""
-
-    def __init__(self, n_groups: int, neurons: _Neurons) -> None:
-        self.views: list[int | None] = [None, *range(n_groups)]
-        self.neurons = neurons
-        self.next = T.ProgramOp.FLAG + 1
-        self.state: dict[int, dict[int | None, int]] = {}
-        self.clean: dict[int | None, list[int]] = {v: [] for v in self.views}
-        self.dirty: dict[int | None, list[tuple[int, int]]] = {v: [] for v in self.views}
-        self.all_dirty: list[tuple[int, int]] = []
-        self.clears: dict[tuple[int, int | None], list[int]] = {}
-
-    def fresh(self) -> int:
-        c = self.next
-        self.next += 1
-        return c
-
-    def hold(self, c: int, group: int | None, release: int) -> None:
-        """Bit of `group` lives on c until `release`."""
-        st = self.state.setdefault(c, {})
-        if group is None:
-            for v in self.views:
-                st[v] = release
-                if release < T.LIVE_TO_END:
-                    heapq.heappush(self.dirty[v], (release, c))
-        else:
-            if not st:          # it was clean everywhere: the other groups may take it
-                for v in self.views[1:]:
-                    if v != group:
-                        heapq.heappush(self.clean[v], c)
-            st[group] = release
-            if release < T.LIVE_TO_END:
-                heapq.heappush(self.dirty[group], (release, c))
-        if max(st.values()) < T.LIVE_TO_END:
-            heapq.heappush(self.all_dirty, (max(st.values()), c))
-
-    def take(self, group: int | None, birth: int, threshold: bool) -> tuple[int, int | None]:
-        """A coordinate for a bit written in half `birth`, and the half of
-        the neuron that clears it first (None: it holds −1 already; `birth`:
-        the threshold's own copy neuron)."""
-        latest = birth if threshold else birth - 1          # a read writes onto −1
-        if group is None:
-            return self._clear(self.all_dirty, None, birth, latest,
-                               lambda c: max(self.state[c].values(), default=-2))
-        heap = self.clean[group]
-        while heap:
-            c = heapq.heappop(heap)
-            if group not in self.state[c]:
-                return c, None
-        return self._clear(self.dirty[group], group, birth, latest,
-                           lambda c: self.state[c].get(group, -2))
-
-    def _clear(self, heap: list[tuple[int, int]], group: int | None, birth: int, latest: int,
-               release_of) -> tuple[int, int | None]:
-        """The dead coordinate released first, cleared in an MLP half in
-        [its release, latest] with a neuron to spare; else a fresh one."""
-        while heap and heap[0][0] <= latest:
-            release, c = heap[0]
-            if release_of(c) != release:
-                heapq.heappop(heap)                      # stale: taken or changed since
-                continue
-            half = self.neurons.take(release, latest)
-            if half is None:
-                break
-            heapq.heappop(heap)
-            if group is None:
-                self.state[c] = {}
-            else:
-                del self.state[c][group]
-            if half != birth:
-                self.clears.setdefault((half, group), []).append(c)
-            return c, half
-        return self.fresh(), None
-
-    def clear_ops(self) -> list[T.ClearOp]:
-        """The clears not fused into a threshold (its own half) as ops."""
-        return [T.ClearOp(half // 2, coords, group)
-                for (half, group), coords in sorted(self.clears.items(),
-                                                    key=lambda kv: (kv[0][0], str(kv[0][1])))]
 
 
 def _last_reads(program: T.ProgramOp) -> dict[tuple[SSAValue, int], int]:
@@ -827,7 +714,7 @@ def _lay_out_neurons(thresholds: list[T.ThresholdOp], clears: list[T.ClearOp]) -
         lo = 1
         for op in ops:
             need = op.neuron_count()  # type: ignore[attr-defined]
-            op.properties["neurons"] = T._dense([lo, lo + need])
+            op.properties["neurons"] = T.i64_array([lo, lo + need])
             lo += need
 
 

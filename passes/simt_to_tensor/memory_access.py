@@ -1,0 +1,114 @@
+"""Loads and stores: word addresses with their bounds checks (traps), and
+forwarding from the step's earlier writes."""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from qgc import protocol as P
+from qgc.dialects import simt
+from qgc.passes.simt_to_tensor.step_values import WORD, Record, Write
+
+
+class MemoryAccess:
+    """Memory ops: addresses, checks and faults, loads and stores."""
+
+    def word_address(self, op, regs, ln: int, g) -> tuple[SSAValue, list[SSAValue], object]:
+        """(word address, `address_bits` bits; the checks it passes when all
+        bits are set, the first that it is inside the word memory; where) of a
+        memory op's word: a global word inside its buffer's bounds, a shared
+        word aligned and inside the CTA's window, a spill slot inside the word
+        memory (by construction)."""
+        space, off, n = op.space.data, op.offset.value.data, self.address_bits
+        if space == "spill":
+            slot = ln * self.kernel.spill_size + off
+            word = self.alu.add(self.launch_word("spill"), self.const(slot, WORD))
+            inside = self.none_of(self.bits_of(self.b.slice(word, n, WORD)))
+            return self.b.slice(word, 0, n), [inside], ("spill", ln, off)
+        if space == "shared":
+            byte = self.const(off & 0xFFFF_FFFF, WORD) if op.base is None else \
+                self.alu.add(self.use(regs, ln, op.base, g), self.const(off & 0xFFFF_FFFF, WORD)) \
+                if off else self.use(regs, ln, op.base, g)
+            word = self.alu.add(self.b.slice(byte, 2, n + 3),
+                                self.b.slice(self.launch_word("shared"), 0, n + 1))
+            aligned = self.none_of(self.bits_of(self.b.slice(byte, 0, 2)))
+            in_window = self.alu.setp("lt.u", self.b.slice(byte, 2, n + 2),
+                                      self.b.slice(self.launch_word("window"), 0, n))
+            inside = self.none_of(self.bits_of(self.b.slice(byte, n + 2, WORD)) +
+                                  [self.b.slice(word, n, n + 1)])
+            return self.b.slice(word, 0, n), [inside, aligned, in_window], "shared"
+        base = self.use(regs, ln, op.base, g)
+        addr = self.alu.add(base, self.const(off & 0xFFFF_FFFF, WORD)) if off else base
+        inside = self.none_of(self.bits_of(self.b.slice(addr, n, WORD)))
+        word = self.b.slice(addr, 0, n)
+        lo, end = self.bounds(op.buffer_index)
+        checks = [inside, self.alu.setp("ge.u", word, lo), self.alu.setp("lt.u", word, end)]
+        return word, checks, f"global {op.buffer_index}"
+
+    def bounds(self, buffer: int) -> tuple[SSAValue, SSAValue]:
+        """The first word of buffer `buffer` and the word after it, from its
+        bounds pair, read in the block's group (once per block that accesses
+        the buffer): they live only while the block checks its accesses."""
+        if buffer not in self.bounds_of:
+            n, bw = self.address_bits, self.kernel.bounds_word(buffer)
+            lo, size = (self.b.slice(self.read_word(a), 0, n) for a in (bw, bw + 1))
+            self.bounds_of[buffer] = lo, self.alu.add(lo, size)
+        return self.bounds_of[buffer]
+
+    def first_fault(self) -> SSAValue:
+        """The block's trap bits: whether an access faults, then the site
+        and lane of the first fault (program order, then lane order)."""
+        width = 1 + self.vocab.site_bits + P.LANE_BITS
+        flat = [(site, ln, f) for site, lanes in self.faults for ln, f in enumerate(lanes)]
+        if not flat:
+            return self.const(0, width)
+        faults = [f for _, _, f in flat]
+        first = self.b.threshold(faults, [({i: 1} | {j: -1 for j in range(i)}, 1)
+                                          for i in range(len(flat))])
+        codes = [site | ln << self.vocab.site_bits for site, ln, _ in flat]
+        rows = [({i: 1 for i, c in enumerate(codes) if c >> bit & 1}, 1)
+                for bit in range(width - 1)]
+        return self.b.concat([self.any_of(faults), self.b.threshold([first], rows)])
+
+    def load(self, key: SSAValue, en: SSAValue, where: object) -> SSAValue:
+        """The word, as the step's earlier writes left it (the last one to the
+        same word wins; the ports hold the word from before the step)."""
+        mem = self.read(key, en)
+        earlier = [w for w in self.pending if w.where == where]   # disjoint buffers never alias
+        if not earlier:
+            return mem
+        hits = [w.en if isinstance(where, tuple) else
+                self.gate([w.en, self.alu.eq(w.key, key)]) for w in earlier]
+        winners = [self.gate([h], hits[i + 1:], need=1) for i, h in enumerate(hits)]
+        choices = list(zip(winners, [w.value for w in earlier], strict=True))
+        return self.pick(choices + [(self.none_of(hits), mem)])
+
+    def lower_memory(self, op, regs, records) -> None:
+        lanes = range(simt.LANES)
+        guards = [self.guard_of(op, regs, ln) for ln in lanes]
+        where = [self.word_address(op, regs, ln, guards[ln]) for ln in lanes]
+        runs = [self.runs(ln, guards[ln]) for ln in lanes]
+        # an access inside the word memory goes ahead even if it faults: a
+        # fault names TRAP in place of the step's records, so nothing it
+        # reads or writes is kept (and the load waits for no compare)
+        ens = [self.gate([runs[ln], where[ln][1][0]]) for ln in lanes]
+        if op in self.sites:      # runs, and fails a check
+            self.faults.append((self.sites[op], [
+                self.b.threshold([runs[ln], *where[ln][1]],
+                                 [({0: len(where[ln][1])} | {1 + i: -1 for i in
+                                                             range(len(where[ln][1]))}, 1)])
+                for ln in lanes]))
+        keys = [w[0] for w in where]
+        rec_addr = [self.zext(keys[ln], P.ADDRESS_BITS) for ln in lanes]
+        if isinstance(op, simt.LdOp):
+            values = [self.load(keys[ln], ens[ln], where[ln][2]) for ln in lanes]
+            for ln in lanes:
+                self.define(regs, ln, op.dst, values[ln], guards[ln])
+            return
+        values = [self.src(regs, ln, op.value, guards[ln]) for ln in lanes]
+        if isinstance(op, simt.StOp):
+            for ln in lanes:
+                records.append(Record(ens[ln], rec_addr[ln], values[ln]))
+                self.pending.append(Write(where[ln][2], keys[ln], ens[ln], values[ln]))
+            return
+        self.lower_atom(op, regs, records, guards, where, ens, values, rec_addr)

@@ -1,0 +1,1 @@
+"""Helpers of the `tensor-schedule-layers` pass (`passes/tensor_schedule_layers.py`)."""
