@@ -17,16 +17,10 @@ from dataclasses import dataclass, field
 
 from qgc import protocol as P
 from qgc.dialects import simt
+from qgc.machine.abi import memory_layout, read_buffers
+from qgc.machine.warps import Residency, Warp, make_warps
 from qgc.runtime.launch import Launch, LaunchError
 from qgc.runtime.memory import Trap
-from qgc.runtime.simt_engine import (
-    Residency,
-    Warp,
-    decode_element,
-    make_warps,
-    memory_layout,
-    words_per_element,
-)
 
 DEFAULT_MAX_STEPS = 100_000
 
@@ -227,15 +221,7 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
         release_barriers([w for _, w in live if not done(w)], held)
         for t in prompt(enter(), memory):     # the next CTAs' launch areas
             append(t, False)
-    buffers: list[list | None] = []
-    for i, arg in enumerate(launch.args):
-        if i not in layout.bases:
-            buffers.append(None)
-            continue
-        base, per = layout.bases[i], words_per_element(arg.type)
-        buffers.append([decode_element(arg.type, [memory.get(base + k + j, 0)
-                                                  for j in range(per)])
-                        for k in range(0, layout.sizes[i], per)])
+    buffers = read_buffers(launch, layout, lambda a: memory.get(a, 0))
     n_prompt = len(launch_prompt)
     stats = {"tokens": len(stream), "prompt_tokens": n_prompt, "exec_steps": steps,
              "trace_tokens": len(stream) - n_prompt, "gpu_vocabulary": vocab.size}

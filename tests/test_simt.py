@@ -28,11 +28,12 @@ from qgc import driver
 from qgc.cli import main
 from qgc.diagnostics import QgcError
 from qgc.dialects import simt
+from qgc.machine.warps import Residency, make_warps
 from qgc.pipeline import STAGE_PIPELINES
 from qgc.runtime.launch import LaunchError, load_launch
 from qgc.runtime.memory import Trap
 from qgc.runtime.ref import run_ref
-from qgc.runtime.simt_engine import Residency, make_warps, run_simt
+from qgc.runtime.simt_engine import run_simt
 
 SKELETON = ("dot", "vector_add")
 COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))

@@ -206,8 +206,8 @@ def test_spill_code_runs_at_the_tensor_level():
     plus lane × spill words + slot): dot with 3 registers spills its
     parameters and gives its buffers on the ideal tensor engine."""
     from qgc.dialects import tensor
+    from qgc.machine.abi import pick_kernel
     from qgc.passes.convert_simt_to_tensor import vocabulary_of
-    from qgc.runtime.simt_engine import pick_kernel
     from qgc.runtime.trace import run_trace, tensor_stepper
     pipeline = STAGE_PIPELINES["tensor"].replace("regs=15", "regs=3") \
         .partition(",tensor-schedule-layers")[0]

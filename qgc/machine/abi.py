@@ -1,0 +1,251 @@
+"""The machine's ABI: what a launch and a kernel agree on.
+
+The passes that compile for the machine, the `simt` and `tensor` engines and
+the host of the token protocol all read these rules here, so they agree:
+
+- `pick_kernel`: the `simt.kernel` a launch runs;
+- `memory_layout`: memory is one map of 32-bit words (`mem_words` of them),
+  laid out per launch: the parameter area at word 0 (one word per kernel
+  parameter: a pointer's word is its buffer's word address plus the launch's
+  element offset, a scalar its value), then one bounds pair (base word, size
+  in words) per pointer parameter and the high words of 64-bit scalars, then
+  the buffers packed one after another, the CTAs' shared windows, and the
+  threads' spill slots (`SpillArea`);
+- `encode_element` / `decode_element`: an element's machine words;
+- `bank_bits` / `banked_words`: the memory in banks of `BANK_WORDS` words;
+- `shfl_source`: the lane a warp shuffle reads.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.ir import Operation
+
+from qgc.dialects import ptx, simt
+from qgc.protocol import BANK_WORDS
+from qgc.runtime.launch import ELEMENT_TYPES, TYPE_SIZES, Launch, LaunchError, select_kernel
+
+M32 = 0xFFFF_FFFF
+
+
+def pick_kernel(root: Operation, name: str | None) -> simt.KernelOp:
+    kernels = [root] if isinstance(root, simt.KernelOp) else simt.kernels_of(root)
+    if not kernels:
+        raise LaunchError("the module holds no simt kernel (run the simt pipeline first)")
+    return select_kernel(kernels, name, "module")
+
+
+# -------------------------------------------------------------------- elements
+
+def encode_element(elem: str, value) -> list[int]:
+    """The machine words of one element: a 64-bit one takes two (low word
+    first), a sub-word one takes a word of its own (zero-extended)."""
+    if elem == "f32":
+        return [struct.unpack("<I", struct.pack("<f", value))[0]]
+    size = TYPE_SIZES[elem]
+    bits = int(value) & ((1 << (8 * size)) - 1)
+    return [bits & M32, bits >> 32] if size == 8 else [bits]
+
+
+def decode_element(elem: str, words: list[int]):
+    if elem == "f32":
+        return struct.unpack("<f", struct.pack("<I", words[0]))[0]
+    size = TYPE_SIZES[elem]
+    bits = (words[0] | words[1] << 32) if size == 8 else words[0] & ((1 << (8 * size)) - 1)
+    if elem[0] == "s" and bits >> (8 * size - 1):
+        bits -= 1 << (8 * size)
+    return bits
+
+
+def words_per_element(elem: str) -> int:
+    return 2 if TYPE_SIZES[elem] == 8 else 1
+
+
+# ---------------------------------------------------------------------- layout
+
+@dataclass
+class Layout:
+    """Where a launch's data lives in the machine's memory."""
+
+    words: list[int]
+    bases: dict[int, int]         # pointer parameter index -> first word of its buffer
+    sizes: dict[int, int]         # pointer parameter index -> buffer size in words
+    param_area: int
+    bounds: int
+    total: int
+    shared_base: int = 0          # first word of CTA 0's shared memory
+    shared_words: int = 0         # words of shared memory per CTA
+    spill: SpillArea | None = None  # the threads' spill slots, after the shared windows
+
+    def regions(self, kernel: simt.KernelOp) -> dict[str, int]:
+        out = {"params": len(kernel.params), "bounds": self.bounds}
+        if kernel.wide_params():
+            out["high words"] = len(kernel.wide_params())
+        for i, size in self.sizes.items():
+            out[f"buffer {i} ({kernel.params[i][0]})"] = size
+        if self.shared_words:
+            out["shared"] = (self.spill.base if self.spill else self.total) - self.shared_base
+        if self.spill:
+            out["spill"] = self.spill.total
+        return out
+
+
+@dataclass(frozen=True)
+class SpillArea:
+    """Every thread of the launch (all CTAs) has `words` spill slots: thread
+    t = cta * `threads` + linear tid keeps slot k at word base + t * words + k."""
+
+    base: int
+    words: int
+    threads: int                  # threads per CTA
+    ctas: int
+
+    @property
+    def total(self) -> int:
+        return self.words * self.threads * self.ctas
+
+    def word(self, cta: int, tid: int, slot: int) -> int:
+        return self.base + (cta * self.threads + tid) * self.words + slot
+
+    def describe(self) -> str:
+        """The diagnostic's part for the spill area."""
+        return (f", {self.words} spill words for each of {self.threads * self.ctas} "
+                "threads")
+
+
+def spill_area(kernel: simt.KernelOp, launch: Launch, base: int) -> SpillArea | None:
+    """The spill area of a kernel that `simt-allocate-registers` spilled, at `base`."""
+    if not kernel.spill_size:
+        return None
+    ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
+    return SpillArea(base, kernel.spill_size, launch.threads_per_block, ctas)
+
+
+def _check_arg(i: int, arg, pname: str, ptype: str) -> None:
+    unit = simt.POINTER_TYPES.get(ptype)
+    if unit is not None:
+        if not arg.pointer:
+            raise LaunchError(f"args[{i}]: parameter '{pname}' is a pointer on the machine; "
+                              f"a scalar ({arg.type}) cannot be passed to it")
+        if arg.type not in ELEMENT_TYPES:
+            raise LaunchError(f"args[{i}]: {arg.type} buffers are not yet supported by the "
+                              "machine")
+        size = TYPE_SIZES[arg.type]
+        if (unit == 4) != (size >= 4) or unit < 4 and size != unit:
+            access = "in 32-bit words" if unit == 4 else f"in {8 * unit}-bit elements"
+            raise LaunchError(f"args[{i}]: a {arg.spelled} buffer cannot be passed to "
+                              f"parameter '{pname}', which the kernel accesses {access}")
+        return
+    if arg.pointer:
+        raise LaunchError(f"args[{i}]: a pointer ({arg.spelled}) cannot be passed to "
+                          f"parameter '{pname}' of type .{ptype}")
+    bits = ptx.TYPE_BITS[ptype]
+    if TYPE_SIZES[arg.type] * 8 != bits or \
+            ((arg.type == "f32") != (ptype[0] == "f") and ptype[0] != "b"):
+        raise LaunchError(f"args[{i}]: a {arg.type} value cannot be passed to "
+                          f"parameter '{pname}' of type .{ptype}")
+
+
+def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
+    """Check the launch's arguments against the kernel and lay memory out."""
+    params = kernel.params
+    if len(launch.args) != len(params):
+        raise LaunchError(f"kernel '{kernel.kernel_name}' takes {len(params)} argument"
+                          f"{'s' if len(params) != 1 else ''}, the launch gives "
+                          f"{len(launch.args)}")
+    for i, (arg, (pname, ptype)) in enumerate(zip(launch.args, params, strict=True)):
+        _check_arg(i, arg, pname, ptype)
+    pointers = kernel.pointer_params()
+    area = kernel.param_area_words
+    bases: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    cursor = area
+    for i in pointers:
+        bases[i] = cursor
+        sizes[i] = len(launch.args[i].data or []) * words_per_element(launch.args[i].type)
+        cursor += sizes[i]
+    shared_base, shared = cursor, kernel.shared_window(launch.dynamic_shared_bytes)
+    ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
+    total = cursor + shared * ctas
+    spill = spill_area(kernel, launch, total)
+    total += spill.total if spill else 0
+    capacity = kernel.mem_words.value.data
+    if total > capacity:
+        buffers = ", ".join(f"{sizes[i]} for '{params[i][0]}'" for i in pointers)
+        shared_part = f", {shared} of shared memory for each of {ctas} CTAs" if shared else ""
+        shared_part += spill.describe() if spill else ""
+        highs = len(kernel.wide_params())
+        high_part = f", {highs} for 64-bit parameters' high words" if highs else ""
+        raise LaunchError(f"the launch needs {total} words of machine memory ({len(params)} "
+                          f"for parameters, {2 * len(pointers)} for bounds{high_part}, {buffers}"
+                          f"{shared_part}), the machine has {capacity} (option mem-words)")
+    words = [0] * capacity
+    for i, arg in enumerate(launch.args):
+        if i in bases:
+            per = words_per_element(arg.type)
+            words[i] = (bases[i] + arg.offset * per) & M32
+            for k, v in enumerate(arg.data or []):
+                words[bases[i] + per * k:bases[i] + per * (k + 1)] = encode_element(arg.type, v)
+            bw = kernel.bounds_word(i)
+            words[bw], words[bw + 1] = bases[i], sizes[i]
+        else:
+            value = encode_element(arg.type, arg.value)
+            words[i] = value[0]
+            if len(value) == 2:
+                words[kernel.high_word(i)] = value[1]
+    return Layout(words, bases, sizes, len(params), 2 * len(pointers), total, shared_base,
+                  shared, spill)
+
+
+def read_buffers(launch: Launch, layout: Layout, word: Callable[[int], int]
+                 ) -> list[list | None]:
+    """Every argument's buffer decoded from the memory after the run (`word`:
+    address → word); None for a scalar."""
+    buffers: list[list | None] = []
+    for i, arg in enumerate(launch.args):
+        if i not in layout.bases:
+            buffers.append(None)
+            continue
+        base, per = layout.bases[i], words_per_element(arg.type)
+        buffers.append([decode_element(arg.type, [word(base + k + j) for j in range(per)])
+                        for k in range(0, layout.sizes[i], per)])
+    return buffers
+
+
+# ----------------------------------------------------------------------- banks
+
+def bank_bits(mem_words: int) -> int:
+    """log2 of the banks `mem_words` words of memory take (127 per bank)."""
+    return max(0, (-(-mem_words // BANK_WORDS) - 1).bit_length())
+
+
+def banked_words(words: int) -> int:
+    """The memory of whole banks that holds `words` words."""
+    return BANK_WORDS << bank_bits(words)
+
+
+# ---------------------------------------------------------------- warp shuffle
+
+def shfl_source(mode: str) -> Callable[[int, int, int], tuple[int, bool]]:
+    """(lane, b, c) → (the lane to read, in range), per the PTX ISA's shfl
+    pseudo-code with every lane field masked to the 4 lanes (out of range: the
+    lane itself)."""
+    m = simt.LANES - 1
+
+    def source(lane: int, b: int, c: int) -> tuple[int, bool]:
+        bval, cval, seg = b & m, c & m, (c >> 8) & m
+        max_lane = (lane & seg) | (cval & ~seg)
+        if mode == "up":
+            j, ok = lane - bval, lane - bval >= max_lane
+        elif mode == "down":
+            j, ok = lane + bval, lane + bval <= max_lane
+        elif mode == "bfly":
+            j, ok = lane ^ bval, (lane ^ bval) <= max_lane
+        else:
+            j = (lane & seg) | (bval & ~seg)
+            ok = j <= max_lane
+        return (j, True) if ok else (lane, False)
+    return source
