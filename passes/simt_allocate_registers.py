@@ -55,7 +55,7 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from qgc.dataflow import (
+from qgc.analysis.dataflow import (
     Access,
     Cfg,
     kept_by_guarded_writes,

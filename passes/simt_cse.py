@@ -7,7 +7,7 @@ guard — becomes a copy of the earlier result, and the sources of later
 lane-local ops read through copies (`mov d, s` under the guard they run
 under: a guarded copy holds `s` only where its guard does). Pure ops whose
 result nothing effective reads are then swept, kernel-wide
-(`qgc.dataflow.sweep_dead_ops`, as instruction selection does).
+(`qgc.analysis.dataflow.sweep_dead_ops`, as instruction selection does).
 
 Instruction selection splits 64-bit arithmetic into 32-bit words with copies
 between them (`bfi.b64` of two words, `mul.hi.u64` of two word pairs), and a
@@ -29,7 +29,7 @@ from xdsl.dialects import builtin
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
-from qgc.dataflow import sweep_dead_ops
+from qgc.analysis.dataflow import sweep_dead_ops
 from qgc.dialects import simt
 from qgc.dialects.simt import GuardAttr, RegAttr
 

@@ -71,7 +71,7 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from qgc.dataflow import Cfg, kept_by_guarded_writes, register_access
+from qgc.analysis.dataflow import Cfg, kept_by_guarded_writes, register_access
 from qgc.dialects import ptx, simt
 from qgc.dialects.simt import GuardAttr, RegAttr
 from qgc.passes.simt_allocate_registers import live_intervals

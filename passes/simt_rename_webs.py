@@ -14,7 +14,7 @@ register can hold.
 A *guarded* write keeps the old value on the lanes whose guard is false, so it
 does not kill the definitions before it: a later use reaches both, and they
 join one web. Reads of a register no definition reaches (the kernel's entry
-value) form a web of their own. The analyses are those of `qgc.dataflow`
+value) form a web of their own. The analyses are those of `qgc.analysis.dataflow`
 (per lane, as each lane follows the blocks like a scalar thread).
 """
 
@@ -28,7 +28,13 @@ from xdsl.dialects import builtin
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from qgc.dataflow import Cfg, Definition, reaching_definitions, register_access, step_definitions
+from qgc.analysis.dataflow import (
+    Cfg,
+    Definition,
+    reaching_definitions,
+    register_access,
+    step_definitions,
+)
 from qgc.dialects import simt
 from qgc.dialects.simt import GuardAttr, RegAttr
 

@@ -1,4 +1,4 @@
-"""The machine's data-flow analyses (qgc/dataflow.py) and `simt-rename-webs`,
+"""The machine's data-flow analyses (qgc/analysis/dataflow.py) and `simt-rename-webs`,
 the SSA construction that splits virtual registers into their webs.
 
 - reaching definitions and liveness on small kernels: a guarded write adds to
@@ -14,8 +14,7 @@ from xdsl.parser import Parser
 
 from conftest import on_random_programs
 from qgc import driver
-from qgc.context import make_context
-from qgc.dataflow import (
+from qgc.analysis.dataflow import (
     Cfg,
     Definition,
     kept_by_guarded_writes,
@@ -23,6 +22,7 @@ from qgc.dataflow import (
     reaching_definitions,
     register_access,
 )
+from qgc.context import make_context
 from qgc.dialects import simt
 from qgc.dialects.simt import RegAttr
 from qgc.runtime.simt_engine import run_simt

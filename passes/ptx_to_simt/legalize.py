@@ -28,6 +28,7 @@ from xdsl.ir import Operation
 
 from qgc.dialects import simt
 from qgc.dialects.simt import GuardAttr, RegAttr
+from qgc.machine.opcodes import ALU_OPCODES
 
 Src = RegAttr | int
 M32 = 0xFFFF_FFFF
@@ -145,33 +146,24 @@ class Emitter:
 
 
 def _fold(opc: str, srcs: list[Src]) -> Src | None:
-    """The result when it needs no op, or None."""
+    """The result when it needs no op, or None (the opcode table says which
+    opcodes fold constants and which have an identity or absorbing value)."""
     if opc == "mov":
         return srcs[0] if isinstance(srcs[0], int) else None
-    if all(isinstance(s, int) for s in srcs) and opc in _CONST:
-        return to_i32(_CONST[opc](*[s & M32 for s in srcs]))
+    code = ALU_OPCODES[opc]
+    if all(isinstance(s, int) for s in srcs) and code.folds:
+        return to_i32(code.evaluate(*[s & M32 for s in srcs]))
     if len(srcs) != 2:
         return None
     a, b = srcs
-    if opc in ("add", "or", "xor", "sub", "shl", "shr.u", "shr.s") and b == 0:
-        return a
-    if opc in ("add", "or", "xor") and a == 0:
-        return b
-    if opc in ("and", "mul.lo", "mul.hi.u", "mul.hi.s") and 0 in (a, b):
-        return 0
-    if opc == "mul.lo" and b == 1:
-        return a
-    if opc == "mul.lo" and a == 1:
-        return b
+    if code.identity is not None:
+        if b == code.identity:
+            return a
+        if code.commutative and a == code.identity:
+            return b
+    if code.absorbing is not None and code.absorbing in (a, b):
+        return code.absorbing
     return None
-
-
-_CONST = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "or": lambda a, b: a | b,
-    "and": lambda a, b: a & b, "xor": lambda a, b: a ^ b, "mul.lo": lambda a, b: a * b,
-    "mul.hi.u": lambda a, b: (a * b) >> 32, "shl": lambda a, b: a << b if b < 32 else 0,
-    "shr.u": lambda a, b: a >> b if b < 32 else 0, "not": lambda a: ~a,
-}
 
 
 # ---------------------------------------------------------------- pairs

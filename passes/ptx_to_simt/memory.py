@@ -1,0 +1,207 @@
+"""Memory accesses: global (through a pointer's provenance, 64-bit data as two
+words, sub-word data one element per word), shared and parameter loads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.ir import Operation
+
+from qgc.dialects import ptx, simt
+from qgc.dialects.simt import GuardAttr, RegAttr
+from qgc.passes.ptx_to_simt.common import INT32, SUBWORD, WIDE, WORD32, unsupported
+from qgc.passes.ptx_to_simt.legalize import Emitter, Wide
+
+#: Modifiers of ld/st/atom that change nothing on the machine (caching, scope, order).
+HARMLESS_MEMORY_MODS = {"nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "volatile", "relaxed",
+                        "weak", "gpu", "cta", "sys"}
+
+
+class MemoryAccesses:
+    """ld/st/atom on global, shared and parameter memory."""
+
+    def memory(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        opc = inst.op
+        base, mods, t = opc.base, opc.modifiers, opc.type
+        args = inst.operands_decoded
+        space = "param" if "param" in mods else "global" if "global" in mods else \
+            "shared" if "shared" in mods else None
+        rest = [m for m in mods if m not in ("param", "global", "shared")]
+        if space == "shared":
+            return self.shared_memory(inst, guard, rest)
+        if base == "atom":
+            if space != "global" or len(rest) < 1 or \
+                    _atom_op(rest[0], t) is None and (rest[0], t) != ("add", "u64") \
+                    or len(args) != (4 if rest[0] == "cas" else 3) \
+                    or not _harmless(rest[1:]):
+                raise unsupported(inst, inst.opcode.data)
+        elif space is None or not _harmless(rest) or len(opc.types) != 1:
+            raise unsupported(inst, inst.opcode.data)
+        if base == "ld" and space == "param":
+            return self.ld_param(inst, guard)
+        addr = args[1] if base in ("ld", "atom") else args[0]
+        if not isinstance(addr, ptx.Addr) or not isinstance(addr.base, ptx.Reg):
+            raise unsupported(inst, inst.opcode.data, "an address that is not a pointer "
+                              "register plus an offset")
+        ptr = self.wide_src(inst, addr.base)
+        if ptr.kind != "ptr":
+            raise unsupported(inst, inst.opcode.data, "an address that does not derive from "
+                              "a pointer parameter")
+        assert ptr.prov is not None
+        unit = self.units.get(ptr.prov, 4)
+        if addr.offset % unit:
+            raise unsupported(inst, inst.opcode.data, f"a byte offset ({addr.offset}) that is "
+                              f"not a multiple of {unit}")
+        words = addr.offset // unit
+        if t in WIDE:
+            return self.memory64(inst, guard, ptr, words, rest)
+        if t in SUBWORD and base in ("ld", "st"):
+            return self.memory_sub(inst, guard, ptr, words)
+        if t not in WORD32:
+            raise unsupported(inst, inst.opcode.data, f"{ptx.TYPE_BITS.get(t or '', 0)}-bit "
+                              "data accesses")
+        pre: list[Operation] = []
+        if base == "ld":
+            return [simt.LdOp(self.dst32(inst, args[0]), "global", ptr.vreg, words, ptr.prov,
+                              guard)]
+        if base == "st":
+            value = self.src32(inst, args[1], pre)
+            return pre + [simt.StOp("global", ptr.vreg, words, value, ptr.prov, guard)]
+        value = self.src32(inst, args[2], pre)
+        swap = self.src32(inst, args[3], pre) if len(args) == 4 else None
+        op = _atom_op(rest[0], t)
+        assert op is not None
+        return pre + [simt.AtomOp(op, self.dst32(inst, args[0]), "global", ptr.vreg, words,
+                                  value, ptr.prov, guard, swap)]
+
+    def memory64(self, inst: ptx.InstOp, guard: GuardAttr | None, ptr: Wide, words: int,
+                 rest: list[str]) -> list[Operation]:
+        """64-bit global accesses as two words, low first; `atom.add.u64` adds
+        the low words, then the high words with each lane's carry (lanes in
+        order, so the carries are those of the running sum)."""
+        base, args = inst.op.base, inst.operands_decoded
+        buf = ptr.prov
+        dst = args[0] if base != "st" else None
+        e = self.emitter(guard, dst.name if isinstance(dst, ptx.Reg) else None)
+        if base == "st":
+            lo, hi = self.pair_of(inst, e, args[1])
+            e.ops += [simt.StOp("global", ptr.vreg, words, lo, buf, guard),
+                      simt.StOp("global", ptr.vreg, words + 1, hi, buf, guard)]
+            return e.ops
+        if not isinstance(dst, ptx.Reg) or self.bits(dst.name) != 64:
+            raise unsupported(inst, inst.opcode.data)
+        lo, hi = e.temp(), e.temp()
+        if base == "ld":
+            e.ops += [simt.LdOp(lo, "global", ptr.vreg, words, buf, guard),
+                      simt.LdOp(hi, "global", ptr.vreg, words + 1, buf, guard)]
+            return self.set_int(inst, e, (lo, hi))
+        if rest[:1] != ["add"] or inst.op.type != "u64":
+            raise unsupported(inst, inst.opcode.data, "64-bit atomics other than add.u64")
+        v_lo, v_hi = self.pair_of(inst, e, args[2])
+        e.ops.append(simt.AtomOp("add", lo, "global", ptr.vreg, words, v_lo, buf, guard))
+        _, carry = e.add_carry(lo, v_lo)
+        e.ops.append(simt.AtomOp("add", hi, "global", ptr.vreg, words + 1,
+                                 e.alu("add", [v_hi, carry]), buf, guard))
+        return self.set_int(inst, e, (lo, hi))
+
+    def memory_sub(self, inst: ptx.InstOp, guard: GuardAttr | None, ptr: Wide,
+                   words: int) -> list[Operation]:
+        """A byte or halfword access: one element per word of its buffer (the
+        word holds it zero-extended; a store keeps only the element's bits)."""
+        t, args = inst.op.type or "", inst.operands_decoded
+        e = Emitter(self.fresh, guard)
+        if inst.op.base == "st":
+            value = self.get_sub(inst, e, args[1], t, False)
+            e.ops.append(simt.StOp("global", ptr.vreg, words, value, ptr.prov, guard))
+            return e.ops
+        word = e.temp()
+        e.ops.append(simt.LdOp(word, "global", ptr.vreg, words, ptr.prov, guard))
+        self.put_sub(inst, e, args[0], t, word, None if t[0] == "s" else t)
+        return e.ops
+
+    def shared_memory(self, inst: ptx.InstOp, guard: GuardAttr | None,
+                      rest: list[str]) -> list[Operation]:
+        """ld/st/atom `.shared` of 32-bit words at a byte address of the window:
+        `[%r7]`, `[%rd3+4]` (a shared address), `[sym+8]`."""
+        opc, args = inst.op, inst.operands_decoded
+        base, t = opc.base, opc.type
+        if t not in WORD32 and not (base == "atom" and t in INT32) or len(opc.types) != 1:
+            raise unsupported(inst, inst.opcode.data,
+                              f"{ptx.TYPE_BITS.get(t or '', 0)}-bit shared accesses")
+        atom = _atom_op(rest[0], t) if base == "atom" and rest else None
+        if base == "atom" and (atom is None or not _harmless(rest[1:]) or
+                               len(args) != (4 if rest[0] == "cas" else 3)) or \
+                base != "atom" and not _harmless(rest):
+            raise unsupported(inst, inst.opcode.data)
+        addr = args[0] if base == "st" else args[1]
+        if not isinstance(addr, ptx.Addr):
+            raise unsupported(inst, inst.opcode.data)
+        reg: RegAttr | None = None
+        offset = addr.offset
+        pre: list[Operation] = []
+        if isinstance(addr.base, ptx.Sym) and addr.base.name in self.shared:
+            reg = self.fresh()
+            pre.append(simt.SharedAddrOp(reg, addr.base.name))
+        elif isinstance(addr.base, ptx.Reg) and self.bits(addr.base.name) == 32:
+            reg = self.vreg(addr.base.name)
+        elif isinstance(addr.base, ptx.Reg) and addr.base.name in self.wide and \
+                self.wide[addr.base.name].kind == "shared":
+            reg = self.wide[addr.base.name].vreg
+        else:
+            raise unsupported(inst, inst.opcode.data, "a shared address that is not a "
+                              "shared variable plus an offset")
+        if base == "ld":
+            return pre + [simt.LdOp(self.dst32(inst, args[0]), "shared", reg, offset, None, guard)]
+        if base == "st":
+            value = self.src32(inst, args[1], pre)
+            return pre + [simt.StOp("shared", reg, offset, value, None, guard)]
+        value = self.src32(inst, args[2], pre)
+        swap = self.src32(inst, args[3], pre) if len(args) == 4 else None
+        assert atom is not None
+        return pre + [simt.AtomOp(atom, self.dst32(inst, args[0]), "shared", reg, offset, value,
+                                  None, guard, swap)]
+
+    def ld_param(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        dst, addr = inst.operands_decoded
+        if not isinstance(addr, ptx.Addr) or not isinstance(addr.base, ptx.Sym) or \
+                addr.base.name not in self.param_index or addr.offset != 0:
+            raise unsupported(inst, inst.opcode.data, "a parameter access other than a whole "
+                              "parameter")
+        index = self.param_index[addr.base.name]
+        mtype = self.params[index][1]
+        bits = ptx.TYPE_BITS.get(inst.op.type or "", 0)
+        if not isinstance(dst, ptx.Reg):
+            raise unsupported(inst, inst.opcode.data)
+        if mtype in simt.POINTER_TYPES and bits == 64 and self.bits(dst.name) == 64:
+            v = self.own_vreg(dst.name)
+            self.define_wide(inst, dst.name, Wide("ptr", v, prov=index,
+                                                  stable=self.def_count[dst.name] == 1))
+            return [simt.LdOp(v, "param", None, index, None, guard)]
+        if mtype in simt.WIDE_SCALARS and bits == 64 and self.bits(dst.name) == 64:
+            e = self.emitter(guard, dst.name)
+            lo, hi = e.temp(), e.temp()
+            e.ops += [simt.LdOp(lo, "param", None, index, None),
+                      simt.LdOp(hi, "param", None, self.high_words[index], None)]
+            return self.set_int(inst, e, (lo, hi))
+        if mtype not in simt.POINTER_TYPES and bits == 32 and ptx.TYPE_BITS.get(mtype) == 32:
+            return [simt.LdOp(self.dst32(inst, dst), "param", None, index, None, guard)]
+        raise unsupported(inst, inst.opcode.data, f"{bits}-bit parameter loads" if bits != 32
+                          else "a 32-bit load of a 64-bit parameter")
+
+
+def _atom_op(name: str, t: str | None) -> str | None:
+    """The machine's atomic for PTX `atom.NAME.T` on 32-bit words, or None."""
+    if t not in INT32:
+        return None
+    if name in ("min", "max") and t != "b32":
+        return f"{name}.{'s' if t == 's32' else 'u'}"
+    if name == "add" and t != "b32":
+        return "add"
+    if name in ("and", "or", "xor", "exch", "cas") and t == "b32" or \
+            name in ("exch", "cas") and t != "b32" or name in ("inc", "dec") and t == "u32":
+        return name
+    return None
+
+
+def _harmless(mods: Sequence[str]) -> bool:
+    return all(m in HARMLESS_MEMORY_MODS or m.startswith(("L1::", "L2::")) for m in mods)
