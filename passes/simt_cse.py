@@ -32,10 +32,7 @@ from xdsl.passes import ModulePass
 from qgc.analysis.dataflow import sweep_dead_ops
 from qgc.dialects import simt
 from qgc.dialects.simt import GuardAttr, RegAttr
-
-#: ALU opcodes whose two (first two, for `mad.lo`: none) sources commute.
-COMMUTATIVE = frozenset({"add", "mul.lo", "mul.hi.u", "mul.hi.s", "and", "or", "xor",
-                         "min.s", "min.u", "max.s", "max.u"})
+from qgc.machine.opcodes import ALU_OPCODES
 
 #: Ops whose register sources are read in their own lane only (a warp op
 #: reads other lanes', where the copy's guard may not hold).
@@ -46,7 +43,7 @@ def _key(op: Operation) -> Hashable | None:
     """What `op` computes, or None when it is not a pure op."""
     if isinstance(op, simt.AluOp):
         srcs = tuple(op.srcs.data)
-        if op.opcode.data in COMMUTATIVE:
+        if ALU_OPCODES[op.opcode.data].commutative:
             srcs = tuple(sorted(srcs, key=str))
         return ("alu", op.opcode.data, srcs, op.guard)
     if isinstance(op, simt.SetpOp):

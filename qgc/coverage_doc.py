@@ -22,6 +22,7 @@ from qgc import driver
 from qgc.diagnostics import QgcError
 from qgc.dialects import ptx, simt
 from qgc.frontend import grammar_lines
+from qgc.machine import opcodes
 from qgc.pipeline import STAGE_PIPELINES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,10 +30,11 @@ GRAMMAR = Path(__file__).parent / "frontend" / "ptx.lark"
 #: The engines/stages of the census, in column order.
 ENGINES = ("ref", "simt")
 #: Each menu of the `simt` dialect: the op class that reads it (for `MemoryOp`,
-#: every op of that kind) and the table of dialects/simt.py that defines it;
+#: every op of that kind) and the table that defines it (in the machine's
+#: opcode table `qgc.machine.opcodes`, else in the dialect `dialects/simt/`);
 #: the op names and the values are read at render time.
 MACHINE_MENUS = (
-    (simt.AluOp, "ALU_ARITY"), (simt.SetpOp, "SETP_CONDS"), (simt.PredOp, "PRED_ARITY"),
+    (simt.AluOp, "ALU_OPCODES"), (simt.SetpOp, "SETP_CONDS"), (simt.PredOp, "PRED_ARITY"),
     (simt.AtomOp, "ATOM_OPS"), (simt.WarpOp, "WARP_OPS"), (simt.SpecialOp, "SPECIALS"),
     (simt.MemoryOp, "SPACES"), (simt.KernelOp, "PARAM_TYPES"),
 )
@@ -105,10 +107,11 @@ def census_lines(files: list[Path]) -> list[str]:
 
 def menu_rows(table: str) -> list[tuple[str, list[str]]]:
     """(table, values) rows of one menu; the ALU menu by number of sources."""
-    values = getattr(simt, table)
-    if table == "ALU_ARITY":
-        return [(f"`{table}`, {n} source{'s' * (n > 1)}", [k for k, v in values.items() if v == n])
-                for n in sorted(set(values.values()))]
+    values = getattr(opcodes, table, None) or getattr(simt, table)
+    if table == "ALU_OPCODES":
+        arity = {k: v.arity for k, v in values.items()}
+        return [(f"`{table}`, {n} source{'s' * (n > 1)}", [k for k, v in arity.items() if v == n])
+                for n in sorted(set(arity.values()))]
     return [(f"`{table}`", list(values))]
 
 
@@ -116,7 +119,7 @@ def machine_lines() -> list[str]:
     """The `simt` section: the dialect's ops and each menu with its values."""
     ops = list(simt.SIMT.operations)
     out = ["## Machine ops of the `simt` level", "",
-           "From the tables of `dialects/simt.py`. Ops: "
+           "From the machine's tables (`qgc/machine/opcodes.py`, `dialects/simt/`). Ops: "
            + " ".join(f"`{o.name}`" for o in ops) + ".", "",
            "| ops | table | values |", "|---|---|---|"]
     for cls, table in MACHINE_MENUS:

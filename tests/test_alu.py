@@ -20,11 +20,14 @@ from hypothesis import strategies as st
 
 from qgc.dialects import simt
 from qgc.dialects import tensor as T
+from qgc.machine.opcodes import ALU_OPCODES
 from qgc.passes.simt_to_tensor.circuits import CONDS, Alu, Form
 from qgc.passes.simt_to_tensor.circuits.forms import tighten as _tighten
 from qgc.passes.tensor_schedule_layers import schedule
-from qgc.runtime.simt_engine import ALU
 from qgc.runtime.tensor_engine import from_bits, run_tensor, to_bits
+
+#: the machine's semantics of each ALU opcode (the simt engine's)
+ALU = {name: code.evaluate for name, code in ALU_OPCODES.items()}
 
 
 def signed(v: int, w: int) -> int:

@@ -1,0 +1,307 @@
+"""The machine's opcodes: one entry per opcode, the one place every level reads.
+
+An ALU opcode (`simt.alu`) says here how many sources it takes and of which
+kind, which PTX instructions instruction selection maps onto it, whether its
+sources commute (`simt-cse`), how constant operands fold (selection), what it
+computes on 32-bit words (the `simt` engine) and which circuit computes it
+for one lane (`convert-simt-to-tensor`, over `Alu` of
+`passes/simt_to_tensor/circuits`). `setp` conditions, predicate logic and
+atomic operations have their semantics here too.
+
+Adding an integer instruction to the machine is one entry in `ALU_OPCODES`
+(and, when no circuit exists yet, a method of the circuit library). The `ref`
+engine keeps its own definitions of PTX: `ref` against `simt` stays a
+differential test.
+
+Words are unsigned Python ints below 2^32 (`M32`); `evaluate` returns one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from xdsl.ir import SSAValue
+
+M32 = 0xFFFF_FFFF
+
+#: What a source holds: a 32-bit word (register or immediate) or a predicate.
+Kind = Literal["word", "pred"]
+
+
+def signed(x: int) -> int:
+    """A word read as a two's complement 32-bit integer."""
+    return x - (1 << 32) if x & 0x8000_0000 else x
+
+
+@dataclass(frozen=True)
+class PtxForm:
+    """PTX instructions `base{.modifiers}.type` (one of `types`) that
+    instruction selection maps onto an opcode, sources in order."""
+
+    base: str
+    modifiers: tuple[str, ...] = ()
+    types: tuple[str, ...] = ("s32", "u32")
+
+
+@dataclass(frozen=True)
+class LowerHints:
+    """What convert-simt-to-tensor knows about one op beyond its sources:
+    whether a later op of the block needs the high word of the same product
+    (a narrow `mul.lo` then keeps it)."""
+
+    high_later: bool | None = None
+
+
+#: (circuit library, the sources' bit values of one lane, hints) → the result
+Lowering = Callable[[Any, Sequence["SSAValue"], LowerHints], "SSAValue"]
+
+
+@dataclass(frozen=True)
+class AluOpcode:
+    """One ALU opcode of the machine."""
+
+    name: str
+    evaluate: Callable[..., int]
+    """The result word from the source words (predicates as bools)."""
+    lower: Lowering | None
+    """The circuit for one lane; None where a pass expands the op first
+    (`simt-expand-divrem` for div/rem)."""
+    sources: tuple[Kind, ...] = ("word", "word")
+    ptx: tuple[PtxForm, ...] = ()
+    commutative: bool = False
+    """The first two sources commute (`simt-cse` shares commuted ops)."""
+    folds: bool = False
+    """Selection computes the op when every source is a constant."""
+    identity: int | None = None
+    """x op identity = x (and identity op x = x when commutative): selection folds it."""
+    absorbing: int | None = None
+    """x op z = z op x = z: selection folds it."""
+    doc: str = field(default="", compare=False)
+
+    @property
+    def arity(self) -> int:
+        return len(self.sources)
+
+
+# ------------------------------------------------------------------ semantics
+
+def _shl(a: int, b: int) -> int:
+    return (a << b) & M32 if b < 32 else 0
+
+
+def _shr_u(a: int, b: int) -> int:
+    return a >> b if b < 32 else 0
+
+
+def _shr_s(a: int, b: int) -> int:
+    return (signed(a) >> min(b, 31)) & M32
+
+
+def _div_s(a: int, b: int) -> int:
+    """Toward zero; x / 0 = all ones, INT_MIN / −1 = INT_MIN (as `ref`)."""
+    if b == 0:
+        return M32
+    q = abs(signed(a)) // abs(signed(b))
+    return (-q if (signed(a) < 0) != (signed(b) < 0) else q) & M32
+
+
+def _rem_s(a: int, b: int) -> int:
+    """The sign of the dividend; x rem 0 = x."""
+    if b == 0:
+        return a
+    r = abs(signed(a)) % abs(signed(b))
+    return (-r if signed(a) < 0 else r) & M32
+
+
+def _bfe(is_signed: bool) -> Callable[[int, int, int], int]:
+    """Bit field extract: len bits from pos (sign-extended for `.s`)."""
+    def bfe(a: int, b: int, c: int) -> int:
+        pos, length = b & 0xFF, c & 0xFF
+        sbit = (a >> min(pos + length - 1, 31)) & 1 if is_signed and length else 0
+        taken = max(0, min(length, 32 - pos))
+        field_ = (a >> pos) & ((1 << taken) - 1) if pos <= 31 else 0
+        return field_ | (M32 & ~((1 << taken) - 1) if sbit else 0)
+    return bfe
+
+
+def _bfi(a: int, b: int, c: int, d: int) -> int:
+    """Bit field insert: a's low len bits into b at pos."""
+    pos, length = c & 0xFF, d & 0xFF
+    if pos >= 32:
+        return b
+    field_ = ((1 << min(length, 32 - pos)) - 1) << pos
+    return (b & ~field_ | (a << pos) & field_) & M32
+
+
+def _shf(left: bool, clamp: bool) -> Callable[[int, int, int], int]:
+    """Funnel shift of the 64-bit pair {b, a}."""
+    def shf(a: int, b: int, c: int) -> int:
+        n = min(c, 32) if clamp else c & 31
+        pair = (b << 32) | a
+        return ((pair << n) >> 32) & M32 if left else (pair >> n) & M32
+    return shf
+
+
+def _bfind(is_signed: bool, shiftamt: bool) -> Callable[[int], int]:
+    """The most significant non-sign bit (0xFFFFFFFF if none; `shiftamt`:
+    counted from the top)."""
+    def find(a: int) -> int:
+        if is_signed and a >> 31:
+            a = ~a & M32
+        if a == 0:
+            return M32
+        pos = a.bit_length() - 1
+        return 31 - pos if shiftamt else pos
+    return find
+
+
+# ------------------------------------------------------------------ the table
+
+_INT = ("s32", "u32", "b32")
+_S, _U, _B = ("s32",), ("u32",), ("b32",)
+_UB = ("u32", "b32")
+ONE, TWO, THREE = ("word",), ("word", "word"), ("word", "word", "word")
+
+
+def _opcodes(*entries: AluOpcode) -> dict[str, AluOpcode]:
+    return {e.name: e for e in entries}
+
+
+def _bfind_opcodes() -> list[AluOpcode]:
+    out = []
+    for shiftamt in (False, True):
+        for sign in ("u", "s"):
+            mods = ("shiftamt",) if shiftamt else ()
+            out.append(AluOpcode(
+                ".".join(("bfind", *mods, sign)), _bfind(sign == "s", shiftamt),
+                lambda alu, x, h, s=sign == "s", k=shiftamt: alu.bfind(x[0], s, k),
+                ONE, (PtxForm("bfind", mods, _S if sign == "s" else _U),)))
+    return out
+
+
+def _shf_opcodes() -> list[AluOpcode]:
+    return [AluOpcode(f"shf.{d}.{m}", _shf(d == "l", m == "clamp"),
+                      lambda alu, x, h, left=d == "l", clamp=m == "clamp":
+                      alu.shf(x[0], x[1], x[2], left, clamp),
+                      THREE, (PtxForm("shf", (d, m), _B),))
+            for d in ("l", "r") for m in ("wrap", "clamp")]
+
+
+#: Every ALU opcode of the machine, in the order diagnostics list them.
+ALU_OPCODES: dict[str, AluOpcode] = _opcodes(
+    AluOpcode("mov", lambda a: a, lambda alu, x, h: x[0], ONE),
+    AluOpcode("not", lambda a: ~a & M32, lambda alu, x, h: alu.not_(x[0]), ONE,
+              (PtxForm("not", (), _INT),), folds=True),
+    AluOpcode("neg", lambda a: -a & M32, lambda alu, x, h: alu.neg(x[0]), ONE,
+              (PtxForm("neg", (), _S),)),
+    AluOpcode("abs", lambda a: abs(signed(a)) & M32, lambda alu, x, h: alu.abs(x[0]), ONE,
+              (PtxForm("abs", (), _S),)),
+    AluOpcode("popc", lambda a: bin(a).count("1"), lambda alu, x, h: alu.popc(x[0]), ONE,
+              (PtxForm("popc", (), _B),)),
+    AluOpcode("clz", lambda a: 32 - a.bit_length(), lambda alu, x, h: alu.clz(x[0]), ONE,
+              (PtxForm("clz", (), _B),)),
+    AluOpcode("brev", lambda a: int(f"{a:032b}"[::-1], 2), lambda alu, x, h: alu.brev(x[0]),
+              ONE, (PtxForm("brev", (), _B),)),
+    *_bfind_opcodes(),
+    AluOpcode("add", lambda a, b: (a + b) & M32, lambda alu, x, h: alu.add(x[0], x[1]), TWO,
+              (PtxForm("add"),), commutative=True, folds=True, identity=0),
+    AluOpcode("sub", lambda a, b: (a - b) & M32, lambda alu, x, h: alu.sub(x[0], x[1]), TWO,
+              (PtxForm("sub"),), folds=True, identity=0),
+    AluOpcode("mul.lo", lambda a, b: (a * b) & M32,
+              lambda alu, x, h: alu.mul_lo(x[0], x[1], high_later=h.high_later), TWO,
+              (PtxForm("mul", ("lo",)),), commutative=True, folds=True, identity=1,
+              absorbing=0),
+    AluOpcode("mul.hi.s", lambda a, b: ((signed(a) * signed(b)) >> 32) & M32,
+              lambda alu, x, h: alu.mul_hi(x[0], x[1], True), TWO,
+              (PtxForm("mul", ("hi",), _S),), commutative=True, absorbing=0),
+    AluOpcode("mul.hi.u", lambda a, b: (a * b) >> 32,
+              lambda alu, x, h: alu.mul_hi(x[0], x[1], False), TWO,
+              (PtxForm("mul", ("hi",), _U),), commutative=True, folds=True, absorbing=0),
+    AluOpcode("and", lambda a, b: a & b, lambda alu, x, h: alu.and_(x[0], x[1]), TWO,
+              (PtxForm("and", (), _INT),), commutative=True, folds=True, absorbing=0),
+    AluOpcode("or", lambda a, b: a | b, lambda alu, x, h: alu.or_(x[0], x[1]), TWO,
+              (PtxForm("or", (), _INT),), commutative=True, folds=True, identity=0),
+    AluOpcode("xor", lambda a, b: a ^ b, lambda alu, x, h: alu.xor(x[0], x[1]), TWO,
+              (PtxForm("xor", (), _INT),), commutative=True, folds=True, identity=0),
+    AluOpcode("shl", _shl, lambda alu, x, h: alu.shl(x[0], x[1]), TWO,
+              (PtxForm("shl", (), _INT),), folds=True, identity=0),
+    AluOpcode("shr.u", _shr_u, lambda alu, x, h: alu.shr(x[0], x[1], False), TWO,
+              (PtxForm("shr", (), _UB),), folds=True, identity=0),
+    AluOpcode("shr.s", _shr_s, lambda alu, x, h: alu.shr(x[0], x[1], True), TWO,
+              (PtxForm("shr", (), _S),), identity=0),
+    AluOpcode("min.s", lambda a, b: a if signed(a) <= signed(b) else b,
+              lambda alu, x, h: alu.min(x[0], x[1], True), TWO,
+              (PtxForm("min", (), _S),), commutative=True),
+    AluOpcode("min.u", min, lambda alu, x, h: alu.min(x[0], x[1], False), TWO,
+              (PtxForm("min", (), _U),), commutative=True),
+    AluOpcode("max.s", lambda a, b: a if signed(a) >= signed(b) else b,
+              lambda alu, x, h: alu.max(x[0], x[1], True), TWO,
+              (PtxForm("max", (), _S),), commutative=True),
+    AluOpcode("max.u", max, lambda alu, x, h: alu.max(x[0], x[1], False), TWO,
+              (PtxForm("max", (), _U),), commutative=True),
+    AluOpcode("div.s", _div_s, None, TWO, (PtxForm("div", (), _S),)),
+    AluOpcode("div.u", lambda a, b: a // b if b else M32, None, TWO, (PtxForm("div", (), _U),)),
+    AluOpcode("rem.s", _rem_s, None, TWO, (PtxForm("rem", (), _S),)),
+    AluOpcode("rem.u", lambda a, b: a % b if b else a, None, TWO, (PtxForm("rem", (), _U),)),
+    AluOpcode("mad.lo", lambda a, b, c: (a * b + c) & M32,
+              lambda alu, x, h: alu.mad_lo(x[0], x[1], x[2]), THREE,
+              (PtxForm("mad", ("lo",)),)),
+    AluOpcode("selp", lambda a, b, p: a if p else b,
+              lambda alu, x, h: alu.select(x[2], x[0], x[1]), ("word", "word", "pred")),
+    AluOpcode("bfe.u", _bfe(False), lambda alu, x, h: alu.bfe(x[0], x[1], x[2], False), THREE,
+              (PtxForm("bfe", (), _U),)),
+    AluOpcode("bfe.s", _bfe(True), lambda alu, x, h: alu.bfe(x[0], x[1], x[2], True), THREE,
+              (PtxForm("bfe", (), _S),)),
+    AluOpcode("bfi", _bfi, lambda alu, x, h: alu.bfi(x[0], x[1], x[2], x[3]),
+              ("word",) * 4, (PtxForm("bfi", (), _B),)),
+    *_shf_opcodes(),
+)
+
+#: (PTX base, modifiers, type) → the ALU opcode that instruction selects
+PTX_SELECTION: dict[tuple[str, tuple[str, ...], str], AluOpcode] = {
+    (form.base, form.modifiers, t): code
+    for code in ALU_OPCODES.values() for form in code.ptx for t in form.types}
+
+
+def select_alu(base: str, modifiers: tuple[str, ...], t: str | None) -> AluOpcode | None:
+    """The ALU opcode of a plain 32-bit PTX instruction, or None."""
+    return PTX_SELECTION.get((base, modifiers, t or ""))
+
+
+# ------------------------------------------------------------ compares, logic, atomics
+
+#: `simt.setp` conditions (`.s` signed, `.u` unsigned) and what they decide.
+SETP_CONDITIONS: dict[str, Callable[[int, int], bool]] = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "lt.s": lambda a, b: signed(a) < signed(b), "le.s": lambda a, b: signed(a) <= signed(b),
+    "gt.s": lambda a, b: signed(a) > signed(b), "ge.s": lambda a, b: signed(a) >= signed(b),
+    "lt.u": lambda a, b: a < b, "le.u": lambda a, b: a <= b,
+    "gt.u": lambda a, b: a > b, "ge.u": lambda a, b: a >= b,
+}
+
+#: `simt.pred` logic on predicates: (sources, semantics).
+PRED_OPCODES: dict[str, tuple[int, Callable[..., bool]]] = {
+    "mov": (1, lambda a: a), "not": (1, lambda a: not a),
+    "and": (2, lambda a, b: a and b), "or": (2, lambda a, b: a or b),
+    "xor": (2, lambda a, b: a != b),
+}
+
+#: `simt.atom` operations: (old, value, swap) → the new word, PTX's semantics
+#: (`.s`/`.u`: signed/unsigned compare; `cas` compares with its second source).
+ATOM_OPERATIONS: dict[str, Callable[[int, int, int], int]] = {
+    "add": lambda o, v, _: o + v,
+    "min.s": lambda o, v, _: o if signed(o) <= signed(v) else v,
+    "min.u": lambda o, v, _: min(o, v),
+    "max.s": lambda o, v, _: o if signed(o) >= signed(v) else v,
+    "max.u": lambda o, v, _: max(o, v),
+    "and": lambda o, v, _: o & v,
+    "or": lambda o, v, _: o | v,
+    "xor": lambda o, v, _: o ^ v,
+    "exch": lambda o, v, _: v,
+    "inc": lambda o, v, _: 0 if o >= v else o + 1,
+    "dec": lambda o, v, _: v if o == 0 or o > v else o - 1,
+    "cas": lambda o, v, s: s if o == v else o,
+}
