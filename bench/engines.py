@@ -34,11 +34,12 @@ def timed(fn, repeat: int):
 def engines(ptx: Path, launch_path: Path, model: bool):
     from qgc import driver
     from qgc.dialects import tensor
+    from qgc.machine.abi import pick_kernel
     from qgc.passes.convert_simt_to_tensor import vocabulary_of
-    from qgc.pipeline import stage_pipeline
+    from qgc.pipeline import stage, up_to
     from qgc.runtime.launch import load_launch
     from qgc.runtime.ref import run_ref
-    from qgc.runtime.simt_engine import pick_kernel, run_simt
+    from qgc.runtime.simt_engine import run_simt
     from qgc.runtime.trace import run_trace, tensor_stepper
 
     launch = load_launch(launch_path)
@@ -48,17 +49,17 @@ def engines(ptx: Path, launch_path: Path, model: bool):
         driver.apply(ctx, module, spec)
         return module
 
-    yield "ref", lambda: lowered(stage_pipeline("ptx")), \
+    yield "ref", lambda: lowered(stage("ptx")), \
         lambda m: run_ref(m, launch, warp_size=4).buffers
-    yield "simt", lambda: lowered(stage_pipeline("simt")), lambda m: run_simt(m, launch).buffers
+    yield "simt", lambda: lowered(stage("simt")), lambda m: run_simt(m, launch).buffers
 
     def tensor_run(m):
         (program,) = tensor.programs_of(m)
         vocab = vocabulary_of(program)
         return run_trace(pick_kernel(m, None), vocab, launch,
                          tensor_stepper(program, vocab)).buffers
-    yield "tensor", lambda: lowered(stage_pipeline("tensor").partition(
-        ",tensor-schedule-layers")[0]), tensor_run
+    yield "tensor", lambda: lowered(up_to(stage("tensor"), "tensor-schedule-layers")), \
+        tensor_run
     if model:
         yield "model (float32)", lambda: build_model(ptx), \
             lambda built: run_model(built, launch)
@@ -68,8 +69,8 @@ def build_model(ptx: Path):
     import torch
 
     from qgc import driver
-    from qgc.codegen import compiled_machine, read_text_config, schedule_options
-    from qgc.pipeline import stage_pipeline
+    from qgc.codegen import compiled_machine, read_text_config
+    from qgc.pipeline import stage
     from qgc.runtime import model as M
     from qgc.runtime.model_engine import CompiledMachine
     from qgc.runtime.model_engine import build_model as merge
@@ -80,8 +81,7 @@ def build_model(ptx: Path):
     path.write_text(json.dumps(data))
     config = read_text_config(path)
     ctx, module = driver.load(str(ptx))
-    driver.apply(ctx, module, stage_pipeline("tensor").partition("tensor-schedule-layers")[0]
-                 + schedule_options(config))
+    driver.apply(ctx, module, stage("tensor", schedule=config))
     compiled, _, vocab, kernel = compiled_machine(module, config)
     base = M.load_base(None, M.load_text_config(path))
     return merge(CompiledMachine(compiled, vocab), base, torch.float32), vocab, kernel

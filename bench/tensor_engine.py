@@ -24,24 +24,21 @@ DOT = ROOT / "examples" / "dot"
 def step_program(ptx: Path, launch_path: Path):
     """(program, token inputs of the launch, seconds the lowering took)."""
     from qgc import driver
-    from qgc.dialects import tensor
+    from qgc.machine.abi import pick_kernel
     from qgc.passes.convert_simt_to_tensor import vocabulary_of
-    from qgc.pipeline import stage_pipeline
+    from qgc.pipeline import from_pass, stage, step_program, up_to
     from qgc.runtime.launch import load_launch
-    from qgc.runtime.simt_engine import pick_kernel
     from qgc.runtime.trace import run_trace, tensor_stepper
 
     launch = load_launch(launch_path)
     ctx, module = driver.load(str(ptx))
-    spec = stage_pipeline("tensor").split(",tensor-schedule-layers")[0]
-    cut = spec.index("convert-simt-to-tensor")
-    driver.apply(ctx, module, spec[:cut].rstrip(","))
+    passes = up_to(stage("tensor"), "tensor-schedule-layers")
+    driver.apply(ctx, module, up_to(passes, "convert-simt-to-tensor"))
     t = time.perf_counter()
-    driver.apply(ctx, module, spec[cut:])
+    driver.apply(ctx, module, from_pass(passes, "convert-simt-to-tensor"))
     lowering = time.perf_counter() - t
     kernel = pick_kernel(module, launch.kernel)
-    (program,) = [p for p in tensor.programs_of(module)
-                  if p.program_name == f"{kernel.kernel_name}_step"]
+    program = step_program(module, kernel)
     vocab = vocabulary_of(program)
     record: list = []
     run_trace(kernel, vocab, launch, tensor_stepper(program, vocab, record))

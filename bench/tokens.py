@@ -95,23 +95,22 @@ def config_path(name: str) -> Path:
 
 
 # ------------------------------------------------------------------ engines
-def lowered(ptx: Path, spec: str, launch=None):
+def lowered(ptx: Path, passes, launch=None):
     from qgc import driver
     ctx, module = driver.load(str(ptx))
     if launch is None:
-        driver.apply(ctx, module, spec)
+        driver.apply(ctx, module, passes)
     else:
-        driver.apply_for_launch(ctx, module, spec, launch)
+        driver.apply_for_launch(ctx, module, passes, launch)
     return module
 
 
 def tensor_parts(module, launch):
-    from qgc.dialects import tensor
+    from qgc.machine.abi import pick_kernel
     from qgc.passes.convert_simt_to_tensor import vocabulary_of
-    from qgc.runtime.simt_engine import pick_kernel
+    from qgc.pipeline import step_program
     kernel = pick_kernel(module, launch.kernel)
-    (program,) = [p for p in tensor.programs_of(module)
-                  if p.program_name == f"{kernel.kernel_name}_step"]
+    program = step_program(module, kernel)
     return kernel, program, vocabulary_of(program)
 
 
@@ -122,19 +121,19 @@ def check(name: str, kernel: str, buffers, expected) -> None:
 
 def small_engines(ptx: Path, launch, repeat: int):
     """ref, simt and tensor rows of one launch, and the stream's length."""
-    from qgc.pipeline import stage_pipeline
+    from qgc.pipeline import stage, up_to
     from qgc.runtime.ref import run_ref
     from qgc.runtime.simt_engine import run_simt
     from qgc.runtime.trace import run_trace, tensor_stepper
     name = ptx.stem
     rows = []
-    b_ref, m_ref = timed(lambda: lowered(ptx, stage_pipeline("ptx")), 1)
+    b_ref, m_ref = timed(lambda: lowered(ptx, stage("ptx")), 1)
     t_ref, res = timed(lambda: run_ref(m_ref, launch, warp_size=4), repeat)
     expected = res.buffers
-    b_simt, m_simt = timed(lambda: lowered(ptx, stage_pipeline("simt")), 1)
+    b_simt, m_simt = timed(lambda: lowered(ptx, stage("simt")), 1)
     t_simt, res = timed(lambda: run_simt(m_simt, launch), repeat)
     check("simt", name, res.buffers, expected)
-    unscheduled = stage_pipeline("tensor").partition(",tensor-schedule-layers")[0]
+    unscheduled = up_to(stage("tensor"), "tensor-schedule-layers")
     b_tensor, m_tensor = timed(lambda: lowered(ptx, unscheduled, launch), 1)
     kernel, program, vocab = tensor_parts(m_tensor, launch)
     t_tensor, res = timed(lambda: run_trace(kernel, vocab, launch,
@@ -151,7 +150,7 @@ def model_engines(ptx: Path, launch, config, dtype_name: str, repeat: int, gener
     """decode, generate and replay rows of the merged model for one launch."""
     import torch
 
-    from qgc.model_commands import compile_machine, merged_model
+    from qgc.merged_model import compile_machine, merged_model
     from qgc.runtime.model_engine import GenerateMachine, model_stepper, replay_check
     from qgc.runtime.trace import run_trace, tensor_stepper
     name = ptx.stem

@@ -7,11 +7,24 @@ from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
+from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
+from qgc import protocol
 from qgc.context import make_context
 from qgc.diagnostics import QgcError, with_snippet
-from qgc.pipeline import DumpOptions, parse_pipeline, print_module, run_pipeline
+from qgc.machine.abi import banked_words, memory_layout, pick_kernel
+from qgc.pipeline import (
+    DumpOptions,
+    Passes,
+    from_pass,
+    has_pass,
+    parse_pipeline,
+    print_module,
+    run_pipeline,
+    up_to,
+    with_options,
+)
 
 
 def read_source(path: str) -> str:
@@ -52,34 +65,33 @@ def verify(module: builtin.ModuleOp, source: str | None = None) -> None:
                                     "verification failed", source), status=2) from None
 
 
-def apply(ctx: Context, module: builtin.ModuleOp, spec: str,
+def apply(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
           dumps: DumpOptions | None = None) -> None:
-    pipeline = parse_pipeline(spec)
+    """Run `pipeline` (passes, or their text as `-p` takes it) on `module`."""
+    passes = PassPipeline(pipeline) if isinstance(pipeline, tuple) else parse_pipeline(pipeline)
     try:
-        run_pipeline(ctx, module, pipeline, dumps)
+        run_pipeline(ctx, module, passes, dumps)
     except (VerifyException, DiagnosticException) as err:
         raise QgcError(with_snippet(str(err)), status=2) from None
 
 
-def apply_for_launch(ctx: Context, module: builtin.ModuleOp, spec: str, launch) -> None:
-    """Apply `spec` (a pipeline through `convert-ptx-to-simt`) with the machine
+def apply_for_launch(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
+                     launch) -> None:
+    """Apply `pipeline` (through `convert-ptx-to-simt`) with the machine
     memory `launch` needs: the machine passes run with all the memory the
     tensor level holds, then the launched kernel keeps the fewest memory banks
-    that hold the launch's words (the rest of `spec` lowers it)."""
-    from qgc import protocol
-    from qgc.passes.convert_simt_to_tensor import banked_words
-    from qgc.pipeline import with_mem_words
-    from qgc.runtime.simt_engine import memory_layout, pick_kernel
-
-    machine, sep, rest = spec.partition(",convert-simt-to-tensor")
-    if "convert-ptx-to-simt" not in machine:
-        apply(ctx, module, spec)
+    that hold the launch's words (the rest of `pipeline` lowers it)."""
+    passes = pipeline if isinstance(pipeline, tuple) else parse_pipeline(pipeline).passes
+    machine = up_to(passes, "convert-simt-to-tensor")
+    if not has_pass(machine, "convert-ptx-to-simt"):
+        apply(ctx, module, passes)
         return
-    apply(ctx, module, with_mem_words(machine, protocol.MAX_MEMORY_WORDS))
+    apply(ctx, module, with_options(machine, "convert-ptx-to-simt",
+                                    mem_words=protocol.MAX_MEMORY_WORDS))
     kernel = pick_kernel(module, launch.kernel)    # a launch past 508 words is refused here
     kernel.set_limit("mem_words", banked_words(memory_layout(kernel, launch).total))
-    if sep:
-        apply(ctx, module, (sep + rest)[1:])
+    if rest := from_pass(passes, "convert-simt-to-tensor"):
+        apply(ctx, module, rest)
 
 
 def print_ir(module: builtin.ModuleOp, stream: IO[str], debuginfo: bool = False) -> None:

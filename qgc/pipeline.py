@@ -1,63 +1,160 @@
 """Pass pipelines, the stages of `--emit`, and MLIR-style IR dumps.
 
-A stage is a named prefix of the compilation: `ptx` is the frontend plus the
-ptx-level clean-up; `simt` and `tensor` come with their lowering passes.
+A pipeline is a tuple of xDSL pass instances (frozen dataclasses). A stage is
+a named prefix of the compilation: `ptx` is the frontend plus the ptx-level
+clean-up; `simt` and `tensor` come with their lowering passes. Callers cut a
+pipeline by pass name (`up_to`, `from_pass`) and set a pass's options
+(`with_options`); the text form (`--print-pipeline`, `-p`) is xDSL's pipeline
+syntax, printed by `pipeline_text` and read by `parse_pipeline`.
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
+from xdsl.utils.arg_spec import ArgSpec
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from qgc.diagnostics import QgcError
 from qgc.passes import get_all_passes
 from qgc.protocol import BANK_WORDS
 
-#: Pipeline of each stage, cumulative; a stage missing here does not exist yet.
-#: Registers are allocated before blocks are formed: spill code lengthens blocks.
-STAGE_PIPELINES: dict[str, str] = {
-    "ptx": "ptx-remove-dead-functions",
-    "simt": "ptx-remove-dead-functions,convert-ptx-to-simt{mem-words=1024},simt-if-convert,"
-            "simt-rename-webs,simt-cse,simt-layout-memory,simt-allocate-registers{regs=15 preds=8},"
-            "simt-form-blocks{max-ops=16 max-blocks=64}",
-}
+if TYPE_CHECKING:
+    from qgc.base_config import TextConfig
+    from qgc.dialects import simt, tensor
+
+#: A pass pipeline: the passes in the order they run.
+Passes = tuple[ModulePass, ...]
+
+#: The stages, shallowest first; `--emit` names one, a compilation runs the last.
+ALL_STAGES = ("ptx", "simt", "tensor")
 #: The tensor level keeps machine memory in one memory head per port and bank
 #: (127 rows; one bank unless asked for more, `qgc --mem-words`, or a launch
 #: needs more, `driver.apply_for_launch`) and divides in loops of machine
 #: blocks (a 32-bit divider is too deep for one step).
 TENSOR_MEM_WORDS = BANK_WORDS
-STAGE_PIPELINES["tensor"] = (STAGE_PIPELINES["simt"].replace("mem-words=1024",
-                                                             f"mem-words={TENSOR_MEM_WORDS}")
-                             .replace("simt-rename-webs,",
-                                      "simt-rename-webs,simt-expand-divrem{max-ops=16 regs=15},")
-                             + ",convert-simt-to-tensor{max-warps=8},"
-                             "tensor-schedule-layers{hidden=2048 intermediate=6144 heads=16}")
-ALL_STAGES = ("ptx", "simt", "tensor")
 
 
-def with_mem_words(spec: str, words: int) -> str:
-    """`spec` with `convert-ptx-to-simt`'s machine memory set to `words`."""
-    return re.sub(r"mem-words=\d+", f"mem-words={words}", spec)
+def _new(name: str, **options: Any) -> ModulePass:
+    """The registered pass `name` with `options` (its module loads only now)."""
+    return get_all_passes()[name]()(**options)
+
+
+def _stage_passes(name: str) -> Passes:
+    """Each stage's passes, cumulative. Registers are allocated before blocks
+    are formed: spill code lengthens blocks."""
+    ptx = (_new("ptx-remove-dead-functions"),)
+    if name == "ptx":
+        return ptx
+    tensor = name == "tensor"
+    machine = (
+        _new("convert-ptx-to-simt", mem_words=TENSOR_MEM_WORDS if tensor else 1024),
+        _new("simt-if-convert"),
+        _new("simt-rename-webs"),
+        *((_new("simt-expand-divrem", max_ops=16, regs=15),) if tensor else ()),
+        _new("simt-cse"),
+        _new("simt-layout-memory"),
+        _new("simt-allocate-registers", regs=15, preds=8),
+        _new("simt-form-blocks", max_ops=16, max_blocks=64),
+    )
+    if not tensor:
+        return ptx + machine
+    return ptx + machine + (_new("convert-simt-to-tensor", max_warps=8),
+                            _new("tensor-schedule-layers", hidden=2048, intermediate=6144,
+                                 heads=16))
+
+
+def stage(name: str, *, mem_words: int | None = None,
+          schedule: TextConfig | None = None) -> Passes:
+    """The passes of stage `name`: machine memory of `mem_words` words, the
+    layer schedule for the base config `schedule` (where the stage has them)."""
+    if name not in ALL_STAGES:
+        raise QgcError(f"error: the `{name}` stage does not exist yet "
+                       f"(available: {', '.join(ALL_STAGES)})", status=2)
+    passes = _stage_passes(name)
+    if mem_words is not None:
+        passes = with_options(passes, "convert-ptx-to-simt", mem_words=mem_words)
+    if schedule is not None:
+        from qgc.codegen import schedule_options  # codegen loads numpy: not for --emit=ptx
+        (scheduled,) = parse_pipeline(schedule_options(schedule)).passes
+        passes = tuple(scheduled if p.name == scheduled.name else p for p in passes)
+    return passes
 
 
 def deepest_stage() -> str:
-    return [s for s in ALL_STAGES if s in STAGE_PIPELINES][-1]
+    return ALL_STAGES[-1]
 
 
-def stage_pipeline(stage: str) -> str:
-    if stage not in STAGE_PIPELINES:
-        raise QgcError(f"error: the `{stage}` stage does not exist yet "
-                       f"(available: {', '.join(STAGE_PIPELINES)})", status=2)
-    return STAGE_PIPELINES[stage]
+def up_to(passes: Passes, name: str, *, inclusive: bool = False) -> Passes:
+    """The passes before the first `name` (through it if `inclusive`); all of
+    them if none is `name`."""
+    for index, p in enumerate(passes):
+        if p.name == name:
+            return passes[:index + inclusive]
+    return passes
+
+
+def from_pass(passes: Passes, name: str) -> Passes:
+    """The passes from the first `name` on; none if none is `name`."""
+    return passes[len(up_to(passes, name)):]
+
+
+def has_pass(passes: Passes, name: str) -> bool:
+    return any(p.name == name for p in passes)
+
+
+def with_options(passes: Passes, name: str, **options: Any) -> Passes:
+    """`passes` with the options of every `name` pass set to `options`."""
+    return tuple(dataclasses.replace(p, **options) if p.name == name else p for p in passes)
+
+
+def pipeline_text(passes: Iterable[ModulePass]) -> str:
+    """The pipeline in xDSL's syntax, `a,b{opt-x=1 opt-y=2}`: every option a
+    pass has is written out, but for one left at a default that turns it off
+    (0, false, unset)."""
+    return ",".join(str(_spec(p)) for p in passes)
+
+
+def _spec(p: ModulePass) -> ArgSpec:
+    defaults = {f.name: f.default for f in dataclasses.fields(p)}
+    shown = {name.replace("_", "-"): values
+             for name, values in p.spec(include_default=True).parameters.items()
+             if getattr(p, name) != defaults[name] or getattr(p, name)}
+    return ArgSpec(p.name, shown)
+
+
+def __getattr__(name: str) -> Any:
+    """`STAGE_PIPELINES`: each stage as text, for callers that still edit a spec
+    as a string (built on use: it loads every pass)."""
+    if name == "STAGE_PIPELINES":
+        return {s: pipeline_text(stage(s)) for s in ALL_STAGES}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def check_pass_names(names: Iterable[str], flag: str) -> None:
+    """Refuse a pass name no pass has (a dump flag naming it would never fire)."""
+    known = get_all_passes()
+    for name in names:
+        if name not in known:
+            raise QgcError(f"error: unknown pass '{name}' in {flag} "
+                           f"(known passes: {', '.join(known)})", status=2)
+
+
+def step_program(module: builtin.ModuleOp, kernel: simt.KernelOp) -> tensor.ProgramOp:
+    """The step program `convert-simt-to-tensor` made of `kernel`."""
+    from qgc.dialects import tensor  # the ptx and simt stages never load it
+    (program,) = [p for p in tensor.programs_of(module)
+                  if p.program_name == f"{kernel.kernel_name}_step"]
+    return program
 
 
 @dataclass

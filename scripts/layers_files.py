@@ -23,14 +23,14 @@ def row(name: str, ptx: Path, launch_path: Path, out: Path) -> str | None:
     from qgc.codegen import write_compiled
     from qgc.diagnostics import QgcError
     from qgc.dialects import tensor
-    from qgc.pipeline import stage_pipeline
-    from qgc.runtime.launch import LaunchError, load_launch
     from qgc.passes.tensor_to_weights import gate_margin, margins
+    from qgc.pipeline import stage
+    from qgc.runtime.launch import LaunchError, load_launch
 
     start = time.perf_counter()
     ctx, module = driver.load(str(ptx))
     try:
-        driver.apply_for_launch(ctx, module, stage_pipeline("tensor"), load_launch(launch_path))
+        driver.apply_for_launch(ctx, module, stage("tensor"), load_launch(launch_path))
         write_compiled(module, out)
     except (QgcError, LaunchError) as err:
         if "not yet supported by the machine" in str(err):

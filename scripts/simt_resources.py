@@ -29,14 +29,14 @@ def row(name: str, ptx: Path, launch_path: Path) -> str | None:
     from qgc import driver
     from qgc.diagnostics import QgcError
     from qgc.dialects import simt
-    from qgc.pipeline import STAGE_PIPELINES
+    from qgc.pipeline import stage
     from qgc.runtime.launch import load_launch
     from qgc.runtime.simt_engine import run_simt
     from qgc.stats import simt_kernel_stats
 
     ctx, module = driver.load(str(ptx))
     try:
-        driver.apply(ctx, module, STAGE_PIPELINES["simt"])
+        driver.apply(ctx, module, stage("simt"))
     except QgcError:
         return None
     (kernel,) = simt.kernels_of(module)

@@ -22,14 +22,15 @@ def row(name: str, ptx: Path, launch_path: Path) -> str | None:
     from qgc import driver
     from qgc.diagnostics import QgcError
     from qgc.dialects import tensor
+    from qgc.machine.abi import pick_kernel
     from qgc.passes.convert_simt_to_tensor import vocabulary_of
     from qgc.passes.tensor_schedule_layers import schedule
-    from qgc.pipeline import stage_pipeline
+    from qgc.pipeline import stage, up_to
     from qgc.runtime.launch import LaunchError, load_launch
-    from qgc.runtime.simt_engine import pick_kernel, run_simt
+    from qgc.runtime.simt_engine import run_simt
     from qgc.runtime.trace import run_trace, tensor_stepper
 
-    lower = stage_pipeline("tensor").partition(",tensor-schedule-layers")[0]
+    lower = up_to(stage("tensor"), "tensor-schedule-layers")
     launch = load_launch(launch_path)
     start = time.perf_counter()
     ctx, module = driver.load(str(ptx))
@@ -49,7 +50,7 @@ def row(name: str, ptx: Path, launch_path: Path) -> str | None:
         result = run_trace(pick_kernel(module, None), vocab, launch,
                            tensor_stepper(program, vocab))
         ctx2, simt_module = driver.load(str(ptx))
-        driver.apply(ctx2, simt_module, stage_pipeline("simt"))
+        driver.apply(ctx2, simt_module, stage("simt"))
         same = "yes" if result.buffers == run_simt(simt_module, launch).buffers else "**no**"
         run = f"{result.stats['tokens']} | {result.stats['exec_steps']} | {same}"
     except LaunchError as err:

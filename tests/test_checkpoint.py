@@ -104,7 +104,7 @@ def test_stock_generate_runs_the_launch_exactly(built):
     buffers are the dot product's."""
     from transformers import AutoModelForCausalLM
 
-    from qgc.model_commands import host_kernel
+    from qgc.merged_model import host_kernel
     from qgc.runtime.model_engine import GenerateMachine
     from qgc.runtime.trace import run_trace, tensor_stepper
     info = json.loads((built / "qgc.json").read_text())

@@ -13,7 +13,7 @@ DOT = EXAMPLES / "dot"
 
 
 def run_qgc(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "qgc.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "qgc", *args], capture_output=True,
                           text=True, cwd=REPO)
 
 
@@ -23,6 +23,43 @@ def test_version(capsys):
     except SystemExit as exit_:
         assert exit_.code == 0
     assert capsys.readouterr().out.strip() == f"qgc {__version__}"
+
+
+def test_help_lists_the_commands():
+    proc = run_qgc("--help")
+    assert proc.returncode == 0, proc.stderr
+    for command in ("compile", "run", "build", "drift"):
+        assert re.search(rf"^    {command} ", proc.stdout, re.MULTILINE), proc.stdout
+
+
+def test_compile_is_the_default_command():
+    explicit = run_qgc("compile", str(DOT / "dot.ptx"), "--emit=ptx")
+    implicit = run_qgc(str(DOT / "dot.ptx"), "--emit=ptx")
+    assert explicit.returncode == implicit.returncode == 0, explicit.stderr
+    assert explicit.stdout == implicit.stdout and "ptx.entry" in implicit.stdout
+    # a misspelt flag is the command's own error, with the command's usage
+    proc = run_qgc(str(DOT / "dot.ptx"), "--no-such-flag")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("usage: qgc [-h] [-o OUTPUT]"), proc.stderr
+    assert proc.stderr.endswith("qgc: error: unrecognized arguments: --no-such-flag\n")
+
+
+def test_printed_pipeline_reads_back_as_the_stage():
+    from qgc.pipeline import ALL_STAGES, parse_pipeline, stage
+    for name in ALL_STAGES:
+        proc = run_qgc(str(DOT / "dot.ptx"), f"--emit={name}", "--print-pipeline")
+        assert proc.returncode == 0, proc.stderr
+        assert parse_pipeline(proc.stdout.strip()).passes == stage(name)
+
+
+def test_unknown_pass_in_a_dump_flag_is_an_error():
+    for flag in ("--print-ir-after", "--print-ir-before"):
+        proc = run_qgc(str(DOT / "dot.ptx"), "--emit=simt", f"{flag}=simt-no-such-pass")
+        assert proc.returncode == 2
+        (line,) = proc.stderr.splitlines()
+        assert line.startswith(f"error: unknown pass 'simt-no-such-pass' in {flag} "
+                               "(known passes: "), line
+        assert "simt-cse" in line and not proc.stdout
 
 
 def test_demo_prints_the_dot_product():

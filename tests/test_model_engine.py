@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from qgc import driver
-from qgc.codegen import compiled_machine, read_text_config, schedule_options
-from qgc.pipeline import stage_pipeline
+from qgc.codegen import compiled_machine, read_text_config
+from qgc.pipeline import stage
 from qgc.runtime.launch import load_launch
 from qgc.runtime.trace import run_trace, tensor_stepper
 
@@ -49,8 +49,7 @@ def machines(base_config):
         if (name, suffix) not in cache:
             config = read_text_config(base_config)
             ctx, module = driver.load(str(EXAMPLES / name / f"{name}{suffix}"))
-            spec = stage_pipeline("tensor").partition("tensor-schedule-layers")[0]
-            driver.apply(ctx, module, spec + schedule_options(config))
+            driver.apply(ctx, module, stage("tensor", schedule=config))
             compiled, _, vocab, kernel = compiled_machine(module, config)
             cache[(name, suffix)] = compiled, vocab, kernel
         return cache[(name, suffix)]

@@ -191,7 +191,7 @@ def run_case(case: Case, config, decode: bool, scratch: Path,
     replay it through the merged model in float32 (and, with `decode`,
     decode it token by token in bfloat16); every stream's buffers are the
     expected ones. `timings` gets the measurements."""
-    from qgc.model_commands import compile_machine, merged_model
+    from qgc.merged_model import compile_machine, merged_model
     from qgc.runtime.model_engine import model_stepper, replay_check
     start = time.perf_counter()
     machine, kernel = compile_machine(str(case.path), config, case.launch)

@@ -20,14 +20,15 @@ from test_simt import ALSO_ACCEPTED, SKELETON
 from conftest import EXAMPLES, SHARED_KERNELS
 from qgc import driver
 from qgc.dialects import tensor
+from qgc.machine.abi import pick_kernel
 from qgc.passes.convert_simt_to_tensor import vocabulary_of
-from qgc.pipeline import stage_pipeline
+from qgc.pipeline import stage, up_to
 from qgc.runtime.launch import load_launch
-from qgc.runtime.simt_engine import pick_kernel, run_simt
+from qgc.runtime.simt_engine import run_simt
 from qgc.runtime.trace import run_trace, tensor_stepper
 
 #: the tensor stage without the layer schedule (the ideal engine needs none)
-LOWER_TO_TENSOR = stage_pipeline("tensor").partition(",tensor-schedule-layers")[0]
+LOWER_TO_TENSOR = up_to(stage("tensor"), "tensor-schedule-layers")
 #: (kernel, compiler) pairs CI runs; each covers a machine feature
 IN_CI = {("branchy", "nvcc"), ("reduce_shared", "nvcc"), ("reverse_dynshared", "clang"),
          ("warp_reduce_shfl", "clang"), ("matmul4x4", "nvcc"), ("pointer_arith64", "nvcc"),
@@ -64,7 +65,7 @@ def test_tensor_equals_simt(path, launch, expected):
     (program,) = tensor.programs_of(module)
     vocab = vocabulary_of(program)
     ctx, simt_module = driver.load(str(path))
-    driver.apply(ctx, simt_module, stage_pipeline("simt"))
+    driver.apply(ctx, simt_module, stage("simt"))
     want = run_simt(simt_module, launch, resident_warps=vocab.warps).buffers
     result = run_trace(pick_kernel(module, None), vocab, launch, tensor_stepper(program, vocab))
     assert result.buffers == want

@@ -14,17 +14,19 @@ from qgc import driver
 from qgc import protocol as P
 from qgc.cli import main
 from qgc.dialects import tensor
+from qgc.machine.abi import pick_kernel
+from qgc.machine.warps import make_warps
 from qgc.passes.convert_simt_to_tensor import vocabulary_of
-from qgc.pipeline import stage_pipeline
+from qgc.pipeline import stage, up_to
 from qgc.runtime.launch import LaunchError, load_launch
 from qgc.runtime.memory import Trap
 from qgc.runtime.ref import run_ref
-from qgc.runtime.simt_engine import describe, make_warps, pick_kernel, run_simt
+from qgc.runtime.simt_engine import describe, run_simt
 from qgc.runtime.trace import Records, fault_message, prompt, run_trace, tensor_stepper
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: the tensor stage without the layer schedule (the ideal engine needs none)
-LOWER_TO_TENSOR = stage_pipeline("tensor").partition(",tensor-schedule-layers")[0]
+LOWER_TO_TENSOR = up_to(stage("tensor"), "tensor-schedule-layers")
 SKELETON = [(name, suffix) for name in ("dot", "vector_add") for suffix in (".ptx", ".clang.ptx")]
 
 
@@ -110,7 +112,7 @@ def test_skeleton_on_the_tensor_engine(compiled, name, suffix):
     assert result.buffers == expected
     assert result.buffers == run_simt(module, launch).buffers
     ctx, ptx_module = driver.load(str(EXAMPLES / name / f"{name}{suffix}"))
-    driver.apply(ctx, ptx_module, stage_pipeline("ptx"))
+    driver.apply(ctx, ptx_module, stage("ptx"))
     assert result.buffers == run_ref(ptx_module, launch, warp_size=4).buffers
 
 

@@ -14,9 +14,9 @@ import pytest
 
 from qgc import driver
 from qgc import protocol as P
-from qgc.codegen import compiled_machine, read_text_config, schedule_options
+from qgc.codegen import compiled_machine, read_text_config
 from qgc.dialects import tensor as T
-from qgc.pipeline import stage_pipeline
+from qgc.pipeline import stage
 from qgc.runtime.launch import load_launch
 from qgc.runtime.trace import run_trace, tensor_stepper
 
@@ -46,8 +46,7 @@ def run(tmp_path_factory):
     base_config = small_base_config(tmp_path_factory.mktemp("base"), hidden=1024)
     config = read_text_config(base_config)
     ctx, module = driver.load(str(EXAMPLES / "dot" / "dot.ptx"))
-    spec = stage_pipeline("tensor").partition("tensor-schedule-layers")[0]
-    driver.apply(ctx, module, spec + schedule_options(config))
+    driver.apply(ctx, module, stage("tensor", schedule=config))
     compiled, _, vocab, kernel = compiled_machine(module, config)
     launch = load_launch(EXAMPLES / "dot" / "launch.json")
     record: list = []

@@ -1,0 +1,7 @@
+"""`python -m qgc`: the `qgc` command."""
+
+import sys
+
+from qgc.cli import main
+
+sys.exit(main())
