@@ -23,7 +23,7 @@ from qgc.diagnostics import QgcError
 from qgc.dialects import ptx, simt
 from qgc.frontend import grammar_lines
 from qgc.machine import opcodes
-from qgc.pipeline import STAGE_PIPELINES
+from qgc.pipeline import stage
 
 REPO = Path(__file__).resolve().parents[1]
 GRAMMAR = Path(__file__).parent / "frontend" / "ptx.lark"
@@ -64,7 +64,7 @@ def simt_accepts(ctx: Context, module: builtin.ModuleOp) -> bool:
     """Whether the `simt` stage pipeline compiles the module, as `qgc --emit simt`
     does; it rewrites the module, so it runs last."""
     try:
-        driver.apply(ctx, module, STAGE_PIPELINES["simt"])
+        driver.apply(ctx, module, stage("simt"))
         return True
     except (QgcError, DiagnosticException):
         return False
@@ -93,7 +93,7 @@ def census_lines(files: list[Path]) -> list[str]:
            f"{len(users)} distinct opcodes over {len(files)} PTX files: "
            f"{sum(accepted['ref'].values())} accepted whole by `ref`, "
            f"{sum(accepted['simt'].values())} compiled by the `simt` stage "
-           "(`STAGE_PIPELINES[\"simt\"]`). An engine's column says `yes` when it accepts "
+           "(`stage(\"simt\")` of `qgc/pipeline.py`). An engine's column says `yes` when it accepts "
            "every file that uses the opcode: a `no` may come from another opcode of a file.",
            "",
            "The `tensor` and `model` levels are documented in docs/machine.md.", "",

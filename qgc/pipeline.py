@@ -2,7 +2,8 @@
 
 A pipeline is a tuple of xDSL pass instances (frozen dataclasses). A stage is
 a named prefix of the compilation: `ptx` is the frontend plus the ptx-level
-clean-up; `simt` and `tensor` come with their lowering passes. Callers cut a
+clean-up; `simt` and `tensor` come with their lowering passes, `weights`
+with codegen (`convert-tensor-to-weights`). Callers cut a
 pipeline by pass name (`up_to`, `from_pass`) and set a pass's options
 (`with_options`); the text form (`--print-pipeline`, `-p`) is xDSL's pipeline
 syntax, printed by `pipeline_text` and read by `parse_pipeline`.
@@ -14,6 +15,7 @@ import dataclasses
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 Passes = tuple[ModulePass, ...]
 
 #: The stages, shallowest first; `--emit` names one, a compilation runs the last.
-ALL_STAGES = ("ptx", "simt", "tensor")
+ALL_STAGES = ("ptx", "simt", "tensor", "weights")
 #: The tensor level keeps machine memory in one memory head per port and bank
 #: (127 rows; one bank unless asked for more, `qgc --mem-words`, or a launch
 #: needs more, `driver.apply_for_launch`) and divides in loops of machine
@@ -55,7 +57,7 @@ def _stage_passes(name: str) -> Passes:
     ptx = (_new("ptx-remove-dead-functions"),)
     if name == "ptx":
         return ptx
-    tensor = name == "tensor"
+    tensor = name in ("tensor", "weights")
     machine = (
         _new("convert-ptx-to-simt", mem_words=TENSOR_MEM_WORDS if tensor else 1024),
         _new("simt-if-convert"),
@@ -68,9 +70,12 @@ def _stage_passes(name: str) -> Passes:
     )
     if not tensor:
         return ptx + machine
-    return ptx + machine + (_new("convert-simt-to-tensor", max_warps=8),
-                            _new("tensor-schedule-layers", hidden=2048, intermediate=6144,
-                                 heads=16))
+    scheduled = ptx + machine + (_new("convert-simt-to-tensor", max_warps=8),
+                                 _new("tensor-schedule-layers", hidden=2048, intermediate=6144,
+                                      heads=16))
+    if name == "tensor":
+        return scheduled
+    return scheduled + (_new("convert-tensor-to-weights"),)
 
 
 def stage(name: str, *, mem_words: int | None = None,
@@ -84,9 +89,11 @@ def stage(name: str, *, mem_words: int | None = None,
     if mem_words is not None:
         passes = with_options(passes, "convert-ptx-to-simt", mem_words=mem_words)
     if schedule is not None:
-        from qgc.codegen import schedule_options  # codegen loads numpy: not for --emit=ptx
-        (scheduled,) = parse_pipeline(schedule_options(schedule)).passes
-        passes = tuple(scheduled if p.name == scheduled.name else p for p in passes)
+        # codegen loads numpy: not for --emit=ptx
+        from qgc.codegen import schedule_options, weights_options
+        for text in (schedule_options(schedule), weights_options(schedule)):
+            (configured,) = parse_pipeline(text).passes
+            passes = tuple(configured if p.name == configured.name else p for p in passes)
     return passes
 
 
@@ -108,6 +115,12 @@ def from_pass(passes: Passes, name: str) -> Passes:
     return passes[len(up_to(passes, name)):]
 
 
+def insert_after(passes: Passes, name: str, new: Iterable[ModulePass]) -> Passes:
+    """`passes` with `new` after the first `name` pass."""
+    head = up_to(passes, name, inclusive=True)
+    return head + tuple(new) + passes[len(head):]
+
+
 def has_pass(passes: Passes, name: str) -> bool:
     return any(p.name == name for p in passes)
 
@@ -124,20 +137,21 @@ def pipeline_text(passes: Iterable[ModulePass]) -> str:
     return ",".join(str(_spec(p)) for p in passes)
 
 
+class _PositionalFloat(float):
+    """A float printed without an exponent: xDSL prints options with `str`
+    (`1e-06`) but its pipeline parser reads no exponent."""
+
+    def __str__(self) -> str:
+        return format(Decimal(repr(float(self))), "f")
+
+
 def _spec(p: ModulePass) -> ArgSpec:
     defaults = {f.name: f.default for f in dataclasses.fields(p)}
-    shown = {name.replace("_", "-"): values
+    shown = {name.replace("_", "-"): tuple(_PositionalFloat(v) if isinstance(v, float) else v
+                                          for v in values)
              for name, values in p.spec(include_default=True).parameters.items()
              if getattr(p, name) != defaults[name] or getattr(p, name)}
     return ArgSpec(p.name, shown)
-
-
-def __getattr__(name: str) -> Any:
-    """`STAGE_PIPELINES`: each stage as text, for callers that still edit a spec
-    as a string (built on use: it loads every pass)."""
-    if name == "STAGE_PIPELINES":
-        return {s: pipeline_text(stage(s)) for s in ALL_STAGES}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_pass_names(names: Iterable[str], flag: str) -> None:

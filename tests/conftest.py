@@ -81,7 +81,7 @@ def _hypothesis_profiles() -> None:
 _hypothesis_profiles()
 
 
-def on_random_programs(families: list[str], examples: int, pipeline: str, check,
+def on_random_programs(families: list[str], examples: int, pipeline, check,
                        refusals: tuple[str, ...] = ("is not yet supported by the machine",)
                        ) -> int:
     """Draw programs of the tests/ptxgen `families`, compile each with

@@ -174,6 +174,23 @@ def test_layers_file_of_the_dot_product(tmp_path):
     assert (rows[:, 0] == 8).all()          # every GPU row's flag coordinate
 
 
+def test_weights_level_is_a_stage(tmp_path):
+    """Codegen is a pass: `--emit=weights` prints one line per decoder layer
+    (the readout last), `-o` dumps the same level after
+    `convert-tensor-to-weights` and writes the file from it."""
+    shown = run_qgc(str(DOT / "dot.ptx"), "--emit=weights")
+    assert shown.returncode == 0, shown.stderr
+    layers = re.findall(r"weights\.layer (\d+)( readout)? heads", shown.stdout)
+    assert layers and layers[-1][1] == " readout"
+    assert [int(i) for i, _ in layers] == list(range(len(layers)))
+    out = tmp_path / "layers.safetensors"
+    dumped = run_qgc(str(DOT / "dot.ptx"), "-o", str(out),
+                     "--print-ir-after=convert-tensor-to-weights")
+    assert dumped.returncode == 0 and out.exists(), dumped.stderr
+    assert "IR Dump After ConvertTensorToWeightsPass (convert-tensor-to-weights)" in dumped.stderr
+    assert shown.stdout.strip() in dumped.stderr
+
+
 def test_stats_at_the_ptx_level():
     proc = run_qgc(str(DOT / "dot.ptx"), "--stats")
     assert proc.returncode == 0

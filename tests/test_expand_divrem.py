@@ -24,7 +24,7 @@ from conftest import EXAMPLES, SHARED_KERNELS
 from qgc import driver
 from qgc.context import make_context
 from qgc.dialects import simt
-from qgc.pipeline import STAGE_PIPELINES
+from qgc.pipeline import insert_after, parse_pipeline, stage, up_to
 from qgc.runtime.launch import load_launch
 from qgc.runtime.simt_engine import run_simt
 
@@ -149,7 +149,7 @@ def _divides(module) -> bool:
 # ------------------------------------------------------------ the suites
 
 DIVIDES = re.compile(r"\b(div|rem)\.[su](8|16|32|64)\b")
-WITH_PASS = STAGE_PIPELINES["simt"].replace("simt-rename-webs,", f"simt-rename-webs,{PASS},")
+WITH_PASS = insert_after(stage("simt"), "simt-rename-webs", parse_pipeline(PASS).passes)
 
 
 def _dividing_kernels():
@@ -184,7 +184,7 @@ def test_dividing_kernels_give_their_expected_buffers(path):
 def test_new_ops_keep_the_division_location():
     from collections import Counter
     path = EXAMPLES / "histogram_atomic" / "histogram_atomic.ptx"
-    front = STAGE_PIPELINES["simt"].split(",simt-layout-memory")[0]
+    front = up_to(stage("simt"), "simt-layout-memory")
     ctx, module = driver.load(str(path))
     driver.apply(ctx, module, front)
 

@@ -29,7 +29,7 @@ from qgc.cli import main
 from qgc.diagnostics import QgcError
 from qgc.dialects import simt
 from qgc.machine.warps import Residency, make_warps
-from qgc.pipeline import STAGE_PIPELINES
+from qgc.pipeline import stage, with_options
 from qgc.runtime.launch import LaunchError, load_launch
 from qgc.runtime.memory import Trap
 from qgc.runtime.ref import run_ref
@@ -47,10 +47,10 @@ ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_sig
 #: reduction shuffles by 16, 8, ... (masked to 4 lanes), nvcc's by 2, 1; both
 #: are checked against `ref`, expected.json holds nvcc's
 WARP4_OWN_ANSWER = {("warp_reduce_shfl", "clang"), ("vote_ballot", "clang")}
-PIPELINE = STAGE_PIPELINES["simt"]
+PIPELINE = stage("simt")
 
 
-def compile_simt(path, pipeline: str = PIPELINE):
+def compile_simt(path, pipeline=PIPELINE):
     ctx, module = driver.load(str(path))
     driver.apply(ctx, module, pipeline)
     return module
@@ -112,10 +112,9 @@ def test_every_pass_leaves_an_executable_kernel():
     path = EXAMPLES / "dot" / "dot.ptx"
     launch = load_launch(EXAMPLES / "dot" / "launch.json")
     expected = [[1, 2, 3], [4, 5, 6], [32], None]
-    passes = PIPELINE.split(",")
-    for upto in range(3, len(passes) + 1):
-        module = compile_simt(path, ",".join(passes[:upto]))
-        assert run_simt(module, launch).buffers == expected, passes[:upto]
+    for upto in range(3, len(PIPELINE) + 1):
+        module = compile_simt(path, PIPELINE[:upto])
+        assert run_simt(module, launch).buffers == expected, PIPELINE[:upto]
 
 
 def test_guarded_off_lanes_do_not_touch_memory():
@@ -200,7 +199,7 @@ DOT = EXAMPLES / "dot" / "dot.ptx"
 FRONT = "ptx-remove-dead-functions,convert-ptx-to-simt,simt-if-convert"
 
 
-def _apply_error(pipeline: str, path=DOT) -> str:
+def _apply_error(pipeline, path=DOT) -> str:
     with pytest.raises(QgcError) as err:
         compile_simt(path, pipeline)
     assert err.value.status == 2
@@ -266,7 +265,7 @@ def test_max_ops_shapes_the_blocks():
 
 def test_limit_mem_words():
     module = compile_simt(EXAMPLES / "vector_add" / "vector_add.ptx",
-                          PIPELINE.replace("mem-words=1024", "mem-words=32"))
+                          with_options(PIPELINE, "convert-ptx-to-simt", mem_words=32))
     with pytest.raises(LaunchError, match=re.escape(
             "the launch needs 34 words of machine memory (4 for parameters, 6 for bounds, "
             "8 for 'vector_add_param_0', 8 for 'vector_add_param_1', 8 for "
@@ -349,7 +348,7 @@ def test_a_loop_runs_as_a_per_lane_branch():
     assert any(isinstance(b.last_op, simt.BranchOp) for b in kernel.body.blocks)
     launch = load_launch(EXAMPLES / "grid_stride" / "launch.json")
     result = run_simt(module, launch)
-    ref = run_ref(compile_simt(path, STAGE_PIPELINES["ptx"]), launch, warp_size=4)
+    ref = run_ref(compile_simt(path, stage("ptx")), launch, warp_size=4)
     assert result.buffers == ref.buffers
 
 
@@ -492,7 +491,7 @@ def test_shared_integer_kernel_on_simt(stem, suffix, capsys):
         return
     launch = load_launch(info, spec.name)
     result = run_simt(compile_simt(path), launch)
-    ref = run_ref(compile_simt(path, STAGE_PIPELINES["ptx"]), launch, warp_size=4)
+    ref = run_ref(compile_simt(path, stage("ptx")), launch, warp_size=4)
     assert result.buffers == ref.buffers
     warp_sensitive = info.get("warp4_undefined") or "expected_warp4" in info
     if suffix == ".clang.ptx" and warp_sensitive:
@@ -529,7 +528,7 @@ def test_a_cta_wider_than_the_warp_slots_is_refused():
     path = SHARED / "kernels" / "scan_shfl_up_i.ptx"
     info = json.loads(path.with_suffix(".json").read_text())
     ctx, module = driver.load(str(path))
-    driver.apply(ctx, module, STAGE_PIPELINES["simt"])
+    driver.apply(ctx, module, stage("simt"))
     with pytest.raises(LaunchError, match=r"has 8 warps; the machine holds 4 warps "
                                           r"\(option max-warps\)"):
         run_simt(module, load_launch(info, path.name), resident_warps=4)

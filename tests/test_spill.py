@@ -22,17 +22,16 @@ from conftest import EXAMPLES, REPO, on_random_programs
 from qgc import driver
 from qgc.diagnostics import QgcError, location_prefix
 from qgc.dialects import simt
-from qgc.pipeline import STAGE_PIPELINES
+from qgc.pipeline import pipeline_text, stage, up_to, with_options
 from qgc.runtime.launch import LaunchError, load_launch
 from qgc.runtime.ref import run_ref
 from qgc.runtime.simt_engine import run_simt
 
-PIPELINE = STAGE_PIPELINES["simt"]
+PIPELINE = stage("simt")
 
 
-def with_regs(regs: int, pipeline: str = PIPELINE) -> str:
-    assert "regs=15" in pipeline
-    return pipeline.replace("regs=15", f"regs={regs}")
+def with_regs(regs: int, pipeline=PIPELINE):
+    return with_options(pipeline, "simt-allocate-registers", regs=regs)
 
 
 def spill_ops(kernel: simt.KernelOp) -> list[simt.MemoryOp]:
@@ -131,8 +130,7 @@ def test_random_programs_in_small_blocks_with_spills_agree(family):
     """Spill code and block formation together: 4 registers and blocks of at
     most 3 ops, so spills, reloads and the ops they serve land in different
     blocks (and EXEC steps); the buffers stay the oracle's."""
-    pipeline = with_regs(4).replace("max-ops=16", "max-ops=3").replace("max-blocks=64",
-                                                                     "max-blocks=512")
+    pipeline = with_options(with_regs(4), "simt-form-blocks", max_ops=3, max_blocks=512)
 
     def check(p, module, launch):
         got = run_simt(module, launch).buffers
@@ -149,7 +147,7 @@ FRONT = "ptx-remove-dead-functions,convert-ptx-to-simt,simt-if-convert"
 
 def test_spill_area_must_fit_the_memory():
     """dot with 3 registers: 4 slots for each of 4 threads after its 17 words."""
-    module = compile_simt(DOT, with_regs(3).replace("mem-words=1024", "mem-words=32"))
+    module = compile_simt(DOT, with_options(with_regs(3), "convert-ptx-to-simt", mem_words=32))
     (kernel,) = simt.kernels_of(module)
     assert kernel.spill_size == 4
     launch = load_launch(EXAMPLES / "dot" / "launch.json")
@@ -157,7 +155,7 @@ def test_spill_area_must_fit_the_memory():
                        r", 4 spill words for each of 4 threads\), the machine has 32 "
                        r"\(option mem-words\)$"):
         run_simt(module, launch)
-    module = compile_simt(DOT, with_regs(3).replace("mem-words=1024", "mem-words=33"))
+    module = compile_simt(DOT, with_options(with_regs(3), "convert-ptx-to-simt", mem_words=33))
     result = run_simt(module, launch)
     assert result.buffers[2] == [32] and result.stats["memory"]["spill"] == 16
     assert result.stats["memory_words"] == 33
@@ -192,7 +190,7 @@ def test_blocks_formed_before_spilling_are_refused():
 
 def test_stats_report_the_spills(capsys):
     from qgc.cli import main
-    assert main([str(DOT), "-p", with_regs(3), "--stats", "--launch",
+    assert main([str(DOT), "-p", pipeline_text(with_regs(3)), "--stats", "--launch",
                  str(EXAMPLES / "dot" / "launch.json")]) == 0
     out = capsys.readouterr().out
     assert "registers 3 of 3 per lane, registers spilled 4 (spill words 4 per thread)" in out
@@ -209,8 +207,9 @@ def test_spill_code_runs_at_the_tensor_level():
     from qgc.machine.abi import pick_kernel
     from qgc.passes.convert_simt_to_tensor import vocabulary_of
     from qgc.runtime.trace import run_trace, tensor_stepper
-    pipeline = STAGE_PIPELINES["tensor"].replace("regs=15", "regs=3") \
-        .partition(",tensor-schedule-layers")[0]
+    lower = up_to(stage("tensor"), "tensor-schedule-layers")
+    pipeline = with_options(with_options(lower, "simt-allocate-registers", regs=3),
+                            "simt-expand-divrem", regs=3)
     module = compile_simt(DOT, pipeline)
     assert pick_kernel(module, None).spill_size > 0
     (program,) = tensor.programs_of(module)

@@ -84,7 +84,9 @@ def command(args: argparse.Namespace) -> int:
     schedule_note = None
     if args.stats and passes is not None and args.emit is None:
         # resources of every level that fits: a kernel the tensor level does not
-        # take yet, or a schedule that does not fit the layers, is reported, not fatal
+        # take yet, or a schedule that does not fit the layers, is reported, not
+        # fatal; the stats read the scheduled program, not its weights
+        passes = up_to(passes, "convert-tensor-to-weights")
         driver.apply(ctx, module, up_to(passes, "convert-simt-to-tensor"), dumps)
         if tensor := from_pass(passes, "convert-simt-to-tensor"):
             schedule_note = _try_tensor_level(ctx, module, tensor, dumps)
