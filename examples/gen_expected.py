@@ -368,6 +368,45 @@ def bit_tricks(L, ws, inp, out):
         o[7] = u32((x << 7) | (x >> 25))
 
 
+#: prmt's modes from the PTX ISA's table: c[1:0] → the source byte of
+#: result bytes 3, 2, 1, 0 (sources 0-3 are a's bytes, 4-7 b's).
+PRMT_MODE_TABLE = {
+    "f4e": ["3210", "4321", "5432", "6543"], "b4e": ["5670", "6701", "7012", "0123"],
+    "rc8": ["0000", "1111", "2222", "3333"], "ecl": ["3210", "3211", "3222", "3333"],
+    "ecr": ["0000", "1110", "2210", "3210"], "rc16": ["1010", "3232", "1010", "3232"],
+}
+
+
+def byte_perm(a, b, c, mode=None):
+    """PTX prmt.b32 (CUDA's __byte_perm is its default mode)."""
+    source = [(a >> 8 * k) & 0xFF for k in range(4)] + [(b >> 8 * k) & 0xFF for k in range(4)]
+    result = 0
+    for i in range(4):
+        if mode is None:
+            nibble = (c >> 4 * i) & 0xF
+            byte = source[nibble % 8]
+            if nibble >= 8:                 # replicate the byte's sign bit
+                byte = 0xFF if byte >= 0x80 else 0x00
+        else:
+            byte = source[int(PRMT_MODE_TABLE[mode][c % 4][3 - i])]
+        result += byte << 8 * i
+    return result
+
+
+@kernel()
+def byte_permute(L, ws, x, y, sel, out, n):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i >= n:
+            continue
+        a, b, s = x[i], y[i], sel[i]
+        r = [byte_perm(a, 0, 0x0123), byte_perm(a, a, 0x2107), byte_perm(a, b, 0x6240),
+             byte_perm(a, b, s & 0x7777), byte_perm(a, b, s)]
+        r += [byte_perm(a, b, s, mode) for mode in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")]
+        for k, v in enumerate(r):
+            out[11 * i + k] = v
+
+
 @kernel()
 def pointer_arith64(L, ws, src, dst, n):
     for t in all_threads(L):

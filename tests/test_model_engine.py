@@ -147,7 +147,7 @@ INTEGER_EXAMPLES = sorted(("dot", "vector_add", "matmul4x4", "saxpy_s32", "grid_
                            "branchy", "divrem_signed", "histogram_atomic", "minmax_abs",
                            "vote_ballot", "warp_reduce_shfl", "reduce_shared",
                            "inclusive_scan", "bit_tricks", "mulhi_wide", "pointer_arith64",
-                           "bytes_u8", "reverse_dynshared"))
+                           "bytes_u8", "reverse_dynshared", "byte_permute"))
 
 
 @pytest.mark.full

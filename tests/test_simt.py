@@ -42,7 +42,7 @@ COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))
 ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_signed",
                  "histogram_atomic", "minmax_abs", "vote_ballot", "warp_reduce_shfl",
                  "reduce_shared", "inclusive_scan", "bit_tricks", "mulhi_wide",
-                 "pointer_arith64", "bytes_u8", "reverse_dynshared")
+                 "pointer_arith64", "bytes_u8", "reverse_dynshared", "byte_permute")
 #: (example, compiler) whose answer at 4 lanes is its PTX's own: clang's warp
 #: reduction shuffles by 16, 8, ... (masked to 4 lanes), nvcc's by 2, 1; both
 #: are checked against `ref`, expected.json holds nvcc's

@@ -158,6 +158,62 @@ def _bfind(is_signed: bool, shiftamt: bool) -> Callable[[int], int]:
     return find
 
 
+#: prmt's modes, as the PTX ISA tabulates them: selector c[1:0] → the source
+#: byte of d.b3, d.b2, d.b1, d.b0 (bytes 0-3 are a's, 4-7 b's).
+PRMT_MODES: dict[str, tuple[tuple[int, int, int, int], ...]] = {
+    "f4e": ((3, 2, 1, 0), (4, 3, 2, 1), (5, 4, 3, 2), (6, 5, 4, 3)),
+    "b4e": ((5, 6, 7, 0), (6, 7, 0, 1), (7, 0, 1, 2), (0, 1, 2, 3)),
+    "rc8": ((0, 0, 0, 0), (1, 1, 1, 1), (2, 2, 2, 2), (3, 3, 3, 3)),
+    "ecl": ((3, 2, 1, 0), (3, 2, 1, 1), (3, 2, 2, 2), (3, 3, 3, 3)),
+    "ecr": ((0, 0, 0, 0), (1, 1, 1, 0), (2, 2, 1, 0), (3, 2, 1, 0)),
+    "rc16": ((1, 0, 1, 0), (3, 2, 3, 2), (1, 0, 1, 0), (3, 2, 3, 2)),
+}
+
+
+@dataclass(frozen=True)
+class ByteChoice:
+    """How a byte permute picks result byte `i`: the selector bits it reads
+    and, for each value v of them, the source `codes[v]`: 0-7 a byte of the
+    pair {b, a}, 8 + k byte k's sign bit replicated."""
+
+    bits: tuple[int, ...]
+    codes: tuple[int, ...]
+
+
+def prmt_choices(mode: str | None) -> tuple[ByteChoice, ...]:
+    """Result bytes 0-3 of `prmt.b32{.mode}`: without a mode, byte i is named
+    by the selector's nibble i (bit 3: replicate the sign); a mode names it by
+    c[1:0] through its pattern."""
+    if mode is None:
+        return tuple(ByteChoice(tuple(range(4 * i, 4 * i + 4)), tuple(range(16)))
+                     for i in range(4))
+    return tuple(ByteChoice((0, 1), tuple(PRMT_MODES[mode][v][3 - i] for v in range(4)))
+                 for i in range(4))
+
+
+def _prmt(mode: str | None) -> Callable[[int, int, int], int]:
+    choices = prmt_choices(mode)
+
+    def prmt(a: int, b: int, c: int) -> int:
+        pair, out = (b << 32) | a, 0
+        for i, choice in enumerate(choices):
+            code = choice.codes[sum(((c >> bit) & 1) << k for k, bit in enumerate(choice.bits))]
+            byte = (pair >> (8 * (code & 7))) & 0xFF
+            if code & 8:
+                byte = 0xFF if byte & 0x80 else 0
+            out |= byte << (8 * i)
+        return out
+    return prmt
+
+
+def _prmt_opcode(mode: str | None) -> AluOpcode:
+    choices = prmt_choices(mode)
+    mods = (mode,) if mode else ()
+    return AluOpcode(".".join(("prmt", *mods)), _prmt(mode),
+                     lambda alu, x, h: alu.byte_select(x[0], x[1], x[2], choices),
+                     THREE, (PtxForm("prmt", mods, _B),))
+
+
 # ------------------------------------------------------------------ the table
 
 _INT = ("s32", "u32", "b32")
@@ -258,6 +314,7 @@ ALU_OPCODES: dict[str, AluOpcode] = _opcodes(
     AluOpcode("bfi", _bfi, lambda alu, x, h: alu.bfi(x[0], x[1], x[2], x[3]),
               ("word",) * 4, (PtxForm("bfi", (), _B),)),
     *_shf_opcodes(),
+    *(_prmt_opcode(mode) for mode in (None, *PRMT_MODES)),
 )
 
 #: (PTX base, modifiers, type) → the ALU opcode that instruction selects

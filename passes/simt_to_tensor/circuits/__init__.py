@@ -19,7 +19,7 @@ threshold rows), one module per concern, each docstring telling its part:
 - `counters`: sum, and the column sums the multipliers end in;
 - `multipliers`: mul_lo, mad_lo, mul_hi, mul_wide (wide and narrow);
 - `compare`: setp, eq, min, max;
-- `shifts`: shl, shr, shf;
+- `shifts`: shl, shr, shf, prmt;
 - `bitfields`: bfe, bfi;
 - `counts`: popc, clz, bfind, brev, abs;
 - `alu`: `Alu`, all of them over one `ProgramBuilder`.
@@ -38,6 +38,7 @@ constant operands); neurons are per lane at W = 32:
     min, max            2      152       bfi                 2      771
     shl, shr.u          2      559       shf (wrap)          1    1,024
     shr.s               2      591       shf (clamp)         1    1,088
+                                         prmt                1      288
     sum of 3            3      353       mul_hi.u (wide)     5    4,989
     mul_lo (wide)       5    2,556       mul_hi.s (wide)     5    4,964
     mad_lo (wide)       5    2,663       mul_hi.u (narrow)  10    5,880

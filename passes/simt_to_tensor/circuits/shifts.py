@@ -1,4 +1,4 @@
-"""Shifts: shl, shr and the funnel shift shf.
+"""Shifts: shl, shr, the funnel shift shf and the byte permute prmt.
 
 Shifts. t_{i,s} = [y == s] ∧ x_{i−s} (one row over all bits of y), OR over
 s: 2 layers; amounts ≥ W match no s (0), and shr.s ORs in the sign fill
@@ -7,11 +7,13 @@ x_{W−1} ∧ [y ≥ W − 1 − i].
 One-hot sums (shf, and bfe, bfi in `bitfields`). When at most one of several
 ANDs can be 1 (the amount equals one s), their OR is their sum: one sum row
 of AND parts, no OR layer. Funnel shifts: Σ_s [n == s] ∧ src(i, s), 1 layer.
+Byte permutes the same over the selector bits that name each result byte.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from xdsl.ir import SSAValue
 
@@ -26,7 +28,7 @@ def _matches(bits: Sequence[Form], s: int) -> tuple[Form, int]:
 
 
 class ShiftCircuits(AluCore):
-    """shl, shr (logical, arithmetic) and shf (wrap, clamp)."""
+    """shl, shr (logical, arithmetic), shf (wrap, clamp) and byte permutes."""
 
     def _match(self, y: SSAValue, s: int) -> tuple[Form, int]:
         """(Σ literals, count): the literals of y == s are all 1 exactly then."""
@@ -118,4 +120,25 @@ class ShiftCircuits(AluCore):
             if clamp and heavy:
                 parts.append(step(fsum(heavy) + len(heavy) * src(i, w), len(heavy) + 1))
             rows.append(one_hot(parts))
+        return self.emit(rows)
+
+    def byte_select(self, a: SSAValue, b: SSAValue, selector: SSAValue,
+                    choices: Sequence[Any]) -> SSAValue:
+        """Byte permute (prmt): result byte i is the byte of the pair {b, a},
+        or its sign replicated, that `choices[i]` (a `ByteChoice` of the
+        opcode table) names for the value v of its selector bits. [v == s] is
+        one-hot, so every bit is one sum row of ANDs: 1 layer, 288 neurons at
+        W = 32 (prmt; its modes, two selector bits, 64 to 128); views for a
+        constant selector."""
+        pair, sel = self.bits(a) + self.bits(b), self.bits(selector)
+        rows = []
+        for choice in choices:
+            named = [sel[k] for k in choice.bits]
+            for j in range(8):
+                parts = []
+                for v, code in enumerate(choice.codes):
+                    m, count = _matches(named, v)
+                    source = pair[8 * (code & 7) + (7 if code & 8 else j)]
+                    parts.append(step(m + source, count + 1))
+                rows.append(one_hot(parts))
         return self.emit(rows)
