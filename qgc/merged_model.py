@@ -17,7 +17,7 @@ from qgc.machine.abi import memory_layout, pick_kernel
 from qgc.passes.convert_simt_to_tensor import vocabulary_of
 from qgc.pipeline import stage, step_program, up_to
 from qgc.protocol import Vocabulary
-from qgc.runtime.checkpoint import _has_tokenizer, check_kernel, load_checkpoint, read_info
+from qgc.runtime.checkpoint import check_kernel, has_tokenizer, load_checkpoint, read_info
 from qgc.runtime.launch import LaunchError
 from qgc.runtime.layers_file import GPU_ROWS, check_base, layer_states, read_layers
 from qgc.runtime.model import load_base, merge
@@ -96,7 +96,7 @@ def text_inputs(base_path: str | None, config, sequences: int, length: int):
     """Token ids of text: the built-in sentences through the base's tokenizer,
     else seeded ids of rows a tokenizer maps to (the 2B's last 243 rows are
     unused)."""
-    if base_path is not None and _has_tokenizer(Path(base_path)):
+    if base_path is not None and has_tokenizer(Path(base_path)):
         from transformers import AutoTokenizer
         tok = AutoTokenizer.from_pretrained(base_path, local_files_only=True)
         rows = [tok(s)["input_ids"][:length] for s in SENTENCES[:sequences]]

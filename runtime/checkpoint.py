@@ -72,7 +72,7 @@ def save_checkpoint(model, vocab: P.Vocabulary, info: dict, out: str | Path,
     try:
         model.generation_config = generation_config(model, vocab, info["base_vocab"])
         model.save_pretrained(tmp)
-        if tokenizer_from is not None and _has_tokenizer(Path(tokenizer_from)):
+        if tokenizer_from is not None and has_tokenizer(Path(tokenizer_from)):
             extended_tokenizer(tokenizer_from, vocab, info["base_vocab"]).save_pretrained(tmp)
         (tmp / QGC_FILE).write_text(json.dumps(info, indent=1) + "\n")
         if out.exists():
@@ -83,7 +83,7 @@ def save_checkpoint(model, vocab: P.Vocabulary, info: dict, out: str | Path,
         raise
 
 
-def _has_tokenizer(path: Path) -> bool:
+def has_tokenizer(path: Path) -> bool:
     return any((path / name).exists() for name in ("tokenizer.json", "tokenizer_config.json"))
 
 

@@ -368,7 +368,7 @@ def test_a_changed_row_is_verified_again():
 @given(st.lists(st.one_of(st.integers(-(1 << 63), (1 << 64) - 1), st.integers(-5, 5))))
 def test_dense_packs_like_xdsl(values):
     from xdsl.dialects.builtin import DenseArrayBase, i64
-    assert T._dense(values) == DenseArrayBase.from_list(i64, values)
+    assert T.i64_array(values) == DenseArrayBase.from_list(i64, values)
 
 
 def _is_bf16_reference(value) -> bool:

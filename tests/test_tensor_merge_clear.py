@@ -29,8 +29,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from qgc.dialects import tensor as T
 from qgc.passes.tensor_schedule_layers import schedule
-from qgc.runtime import tensor_engine as E
 from qgc.passes.tensor_to_weights import compile_program
+from qgc.runtime import tensor_engine as E
 from qgc.runtime.tensor_engine import TensorEngineError, run_tensor, run_tensor_tokens
 
 torch = pytest.importorskip("torch")
@@ -49,7 +49,7 @@ def coords(op) -> list[int]:
 
 
 def _set(op, name, values):
-    op.properties[name] = T._dense(T.ranges_of(sorted(values)))
+    op.properties[name] = T.i64_array(T.ranges_of(sorted(values)))
 
 
 def text_of(op) -> str:
@@ -289,7 +289,7 @@ def test_merged_reads_share_coordinates(ctx, heads, layers):
                 assert last_read.get((op, c), born) <= first or born > last
     # the printed schedule parses back to the same text
     text = text_of(program)
-    assert text.count(f"coords {T._spell_ranges(T.ranges_of(coords(reads[0])))} :") >= N_MEM
+    assert text.count(f"coords {T.spell_ranges(T.ranges_of(coords(reads[0])))} :") >= N_MEM
     parsed = Parser(ctx, text).parse_op()
     parsed.verify()
     assert text_of(parsed) == text
@@ -438,7 +438,7 @@ def add_clear(program: T.ProgramOp, layer: int, cs: list[int]) -> T.ClearOp:
             if isinstance(op, T.ThresholdOp | T.ClearOp) and op.placed_layer == layer]
     clear = T.ClearOp(layer, cs)
     lo = max(used, default=1)
-    clear.properties["neurons"] = T._dense([lo, lo + len(cs)])
+    clear.properties["neurons"] = T.i64_array([lo, lo + len(cs)])
     program.body.block.add_op(clear)
     return clear
 
@@ -488,7 +488,7 @@ def test_grouped_clears_per_view():
     program = scheduled(grouped_clears(), heads=2)
     for op in clears_of(program):
         if op.group_index == 1:
-            op.properties["group"] = T._i64(0)
+            op.properties["group"] = T.i64_attr(0)
     with pytest.raises(VerifyException, match=rf"clears coordinate {c} twice in half"):
         program.verify()
     # and group 1's clear alone leaves group 0's view dirty

@@ -256,14 +256,14 @@ def test_small_schedule_reuses():
 
 
 def _set(op, name, values):
-    op.properties[name] = T._dense(T.ranges_of(sorted(values)))
+    op.properties[name] = T.i64_array(T.ranges_of(sorted(values)))
 
 
 def test_verifier_refuses_unmarked_sharing():
     program = small_scheduled()
     (and_, _), _, _ = ops_of(program)
     del and_.properties["overwrites"]
-    and_.properties["neurons"] = T._dense([1, 3])
+    and_.properties["neurons"] = T.i64_array([1, 3])
     with pytest.raises(VerifyException, match=r"tensor.threshold .* and input 'a' share "
                                               r"coordinate 2"):
         program.verify()
@@ -297,7 +297,7 @@ def test_verifier_refuses_overwrite_of_a_later_read():
     t2_op = t2.owner
     _set(t2_op, "coords", coords(a_op))        # %a is still read by t3, in mlp 2
     _set(t2_op, "overwrites", coords(a_op))
-    t2_op.properties["neurons"] = T._dense([1, 3])
+    t2_op.properties["neurons"] = T.i64_array([1, 3])
     with pytest.raises(VerifyException, match=r"in half 3, but input 'a' is read there until "
                                               r"half 5"):
         bld.program.verify()

@@ -117,9 +117,6 @@ TENSOR = Dialect(
     [BitsType, RowAttr, SumAttr],
 )
 
-#: The helpers' names before the dialect became a package (tests build attributes with them).
-_i64, _dense, _spell_ranges = i64_attr, i64_array, spell_ranges
-
 #: Everything of the dialect, and a few helpers other modules build attributes with;
 #: `ArrayAttr` and `StringAttr` as the single-module dialect offered them.
 __all__ = [
@@ -184,7 +181,4 @@ __all__ = [
     "spell_ranges",
     "sum_attr",
     "width_of",
-    "_dense",
-    "_i64",
-    "_spell_ranges",
 ]
