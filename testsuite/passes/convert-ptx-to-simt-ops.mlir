@@ -1,7 +1,7 @@
 // Instruction selection of the integer menu: predicate logic as simt.pred, an
 // atomic compare-and-swap, div/rem and mul.hi, a 64-bit index narrowed back to
 // 32 bits (`cvt.u32.u64` of ext(v)·4 is v·4, a shift), and the warp ops (a shuffle with
-// its in-range predicate first, a vote, a ballot), bit fields and funnel shifts.
+// its in-range predicate first, a vote, a ballot), bit fields, funnel shifts and byte permutes.
 // RUN: qgc-opt %s -p convert-ptx-to-simt | filecheck %s
 
 builtin.module {
@@ -30,6 +30,8 @@ builtin.module {
       ptx.inst "bfe.u32" ["%r3", "%r1", "4", "8"]
       ptx.inst "bfi.b32" ["%r4", "%r1", "%r3", "8", "4"]
       ptx.inst "shf.l.wrap.b32" ["%r5", "%r3", "%r4", "%r1"]
+      ptx.inst "prmt.b32" ["%r5", "%r5", "%r4", "%r1"]
+      ptx.inst "prmt.b32.f4e" ["%r5", "%r5", "%r3", "2"]
       ptx.inst "st.global.u32" ["[%rd2]", "%r6"]
       ptx.inst "st.global.u32" ["[%rd2]", "%r5"]
       ptx.inst "ret" []
@@ -53,6 +55,8 @@ builtin.module {
 // CHECK-NEXT: simt.alu "bfe.u" v3, v1, 4, 8
 // CHECK-NEXT: simt.alu "bfi" v4, v1, v3, 8, 4
 // CHECK-NEXT: simt.alu "shf.l.wrap" [[R5]], v3, v4, v1
+// CHECK-NEXT: simt.alu "prmt" [[R5]], [[R5]], v4, v1
+// CHECK-NEXT: simt.alu "prmt.f4e" [[R5]], [[R5]], v3, 2
 // CHECK-NEXT: simt.st global[v0 + 0], [[R6]] buffer 0
 // CHECK-NEXT: simt.st global[v0 + 0], [[R5]] buffer 0
 // CHECK-NEXT: simt.exit
