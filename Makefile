@@ -43,7 +43,7 @@ bench-tokens: install ## tokens/s of every engine, model decode/generate/replay 
 	$(PYTHON) bench/tokens.py $(BENCH_ARGS)
 
 docs: install ## regenerate docs/ptx-coverage.md from the code
-	$(PYTHON) -m qgc.coverage_doc > docs/ptx-coverage.md
+	$(PYTHON) -m qgc.coverage_doc examples ../shared/kernels > docs/ptx-coverage.md
 
 ptx: ## regenerate the examples' nvcc and clang PTX (where the compilers exist)
 	$(MAKE) -C examples ptx

@@ -1,24 +1,22 @@
 """The base model's text config as codegen and the runtime read it: JSON (a
 Qwen3.5 `config.json` or its `text_config`), no torch. The default is the
-shared 2B config (`$QGC_SHARED/qwen3_5_2b_text_config.json`)."""
+Qwen3.5-2B text config the package ships (`qgc/configs/`)."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from qgc.diagnostics import QgcError
 
-SHARED_CONFIG = "qwen3_5_2b_text_config.json"
+#: The Qwen3.5-2B text config, shipped with the package: the default base.
+DEFAULT_CONFIG = Path(__file__).parent / "configs" / "qwen3_5_2b_text_config.json"
 
 
 def default_config_path() -> Path:
-    shared = os.environ.get("QGC_SHARED")
-    root = Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared"
-    return root / SHARED_CONFIG
+    return DEFAULT_CONFIG
 
 
 class TextConfig(SimpleNamespace):

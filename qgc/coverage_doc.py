@@ -25,7 +25,6 @@ from qgc.frontend import grammar_lines
 from qgc.machine import opcodes
 from qgc.pipeline import stage
 
-REPO = Path(__file__).resolve().parents[1]
 GRAMMAR = Path(__file__).parent / "frontend" / "ptx.lark"
 #: The engines/stages of the census, in column order.
 ENGINES = ("ref", "simt")
@@ -44,8 +43,9 @@ def grammar_directives() -> list[str]:
     return sorted(set(re.findall(r'"(\.[a-z_0-9]+)"', GRAMMAR.read_text())))
 
 
-def kernel_files(shared: Path) -> list[Path]:
-    return sorted((REPO / "examples").glob("*/*.ptx")) + sorted((shared / "kernels").glob("*.ptx"))
+def kernel_files(folders: list[Path]) -> list[Path]:
+    """The PTX files in each folder and its subfolders (examples/<name>/), in order."""
+    return [f for d in folders for f in sorted(d.glob("*.ptx")) + sorted(d.glob("*/*.ptx"))]
 
 
 def ref_accepts(module: builtin.ModuleOp) -> bool:
@@ -129,7 +129,7 @@ def machine_lines() -> list[str]:
     return out
 
 
-def render(shared: Path) -> str:
+def render(files: list[Path]) -> str:
     from qgc.runtime.coverage import coverage_markdown
 
     out = ["# PTX coverage", "",
@@ -141,15 +141,20 @@ def render(shared: Path) -> str:
            " ".join(f"`{d}`" for d in grammar_directives()), "",
            "## Instruction forms executed by the `ref` engine", "",
            coverage_markdown(),
-           *census_lines(kernel_files(shared)), "",
+           *census_lines(files), "",
            *machine_lines()]
     return "\n".join(out) + "\n"
 
 
-def main() -> int:
-    import os
-    shared = Path(os.environ.get("QGC_SHARED", REPO.parent / "shared"))
-    sys.stdout.write(render(shared))
+def main(argv: list[str] | None = None) -> int:
+    """`python -m qgc.coverage_doc FOLDER...`: the census over the PTX of the
+    folders given (`make docs`: the examples and the shared kernel suite)."""
+    folders = [Path(a) for a in (sys.argv[1:] if argv is None else argv)]
+    if not folders:
+        print("usage: python -m qgc.coverage_doc FOLDER... (folders of PTX files)",
+              file=sys.stderr)
+        return 2
+    sys.stdout.write(render(kernel_files(folders)))
     return 0
 
 

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from conftest import REPO, SHARED, example_dirs
+from conftest import EXAMPLES, REPO, SHARED_KERNELS, example_dirs
 from qgc.frontend import parse_ptx
 from qgc.runtime.launch import load_launch
 from qgc.runtime.ref import run_ref
@@ -51,6 +51,7 @@ def test_at_least_fifteen_examples():
 
 
 def test_coverage_doc_is_current():
-    from qgc.coverage_doc import render
-    assert (REPO / "docs" / "ptx-coverage.md").read_text() == render(SHARED), \
+    from qgc.coverage_doc import kernel_files, render
+    files = kernel_files([EXAMPLES, SHARED_KERNELS])
+    assert (REPO / "docs" / "ptx-coverage.md").read_text() == render(files), \
         "docs/ptx-coverage.md is stale: run `make docs`"
