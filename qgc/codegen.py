@@ -1,7 +1,7 @@
 """`qgc KERNEL.ptx -o layers.safetensors`: the module's `weights.model` (made
-by `convert-tensor-to-weights` for the base text config when the module is
-still at the tensor level) written by runtime/layers_file.py. No torch: the
-config is read as JSON (qgc/base_config.py)."""
+by `convert-tensor-to-weights`, the `weights` stage's last pass) written by
+runtime/layers_file.py. No torch: the config is read as JSON
+(qgc/base_config.py)."""
 
 from __future__ import annotations
 
@@ -41,13 +41,6 @@ def compiled_machine(module: builtin.ModuleOp, config: Any):
 
 def write_compiled(module: builtin.ModuleOp, path: str | Path,
                    config_path: str | Path | None = None) -> int:
-    config = read_text_config(config_path)
-    models = W.models_of(module)
-    if models:
-        (model,) = models
-    else:
-        try:
-            model = lower.weights_model(module, config)
-        except CodegenError as err:
-            raise QgcError(f"error: {err}", 2) from None
-    return write_layers(path, model, config)
+    """Write the module's `weights.model` (the `weights` stage's output)."""
+    (model,) = W.models_of(module)
+    return write_layers(path, model, read_text_config(config_path))

@@ -24,20 +24,22 @@ def row(name: str, ptx: Path, launch_path: Path, out: Path) -> str | None:
     from qgc.diagnostics import QgcError
     from qgc.dialects import tensor
     from qgc.passes.tensor_to_weights import gate_margin, margins
-    from qgc.pipeline import stage
+    from qgc.pipeline import from_pass, stage
     from qgc.runtime.launch import LaunchError, load_launch
 
     start = time.perf_counter()
     ctx, module = driver.load(str(ptx))
     try:
         driver.apply_for_launch(ctx, module, stage("tensor"), load_launch(launch_path))
-        write_compiled(module, out)
+        (program,) = tensor.programs_of(module)
+        weights = module.clone()                # codegen replaces the program
+        driver.apply(ctx, weights, from_pass(stage("weights"), "convert-tensor-to-weights"))
+        write_compiled(weights, out)
     except (QgcError, LaunchError) as err:
         if "not yet supported by the machine" in str(err):
             return None        # floating point: not at this level yet
         return f"| {name} | {first_line(err)} | | | | | |"
     seconds = time.perf_counter() - start
-    (program,) = tensor.programs_of(module)
     layers = program.limit("layers")
     found = [gate_margin(margins(program, i)) for i in range(layers)]
     smallest = min((m for m in found if m is not None), default=None)

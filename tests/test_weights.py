@@ -41,18 +41,24 @@ def tensor_level():
     return ctx, module
 
 
-def test_the_weights_level_writes_the_tensor_levels_file(tensor_level, tmp_path):
+def test_the_file_holds_the_weights_level(tensor_level, tmp_path):
+    """The layers file, read back densely, holds exactly the weights of every
+    `weights.layer` (every entry at its index, nothing else) and one GPU row
+    per token of the vocabulary."""
     ctx, module = tensor_level
-    write_compiled(module, tmp_path / "tensor.safetensors")
     lowered = module.clone()
     ConvertTensorToWeightsPass().apply(ctx, lowered)
     (model,) = W.models_of(lowered)
-    write_compiled(lowered, tmp_path / "weights.safetensors")
-    a, meta_a = read_layers(tmp_path / "tensor.safetensors")
-    b, meta_b = read_layers(tmp_path / "weights.safetensors")
-    assert meta_a == meta_b and a.keys() == b.keys()
-    assert all(np.array_equal(a[k], b[k]) for k in a)
-    assert int(meta_a["layers"]) == len(model.layers())
+    write_compiled(lowered, tmp_path / "layers.safetensors")
+    tensors, meta = read_layers(tmp_path / "layers.safetensors")
+    assert int(meta["layers"]) == len(model.layers())
+    for layer in model.layers():
+        for name, table in layer.weights.tables().items():
+            dense = tensors[f"model.layers.{layer.layer_index}.{name}"]
+            assert all(dense[index] == value for index, value in table.items()), name
+            assert np.count_nonzero(dense) == sum(v != 0 for v in table.values()), name
+    vocab = P.Vocabulary.from_attr(model.vocabulary)
+    assert tensors["qgc.gpu_rows"].shape[0] == len(vocab.tokens())
 
 
 def test_the_weights_level_prints_a_line_per_layer(tensor_level):
