@@ -4,14 +4,13 @@ machine (`simt.kernel`) become one `weights.model`: the sparse weights of
 stock Qwen3.5 linear-attention decoder layers, one `weights.layer` each, then
 the readout layer, with the machine parameters, the GPU vocabulary and the
 tokens' encoding (dialects/weights.py). The options are the base text
-config's fields the layers follow; `options_for(config)` spells them.
+config's fields the layers follow (`options_of(config)`).
 `runtime/layers_file.py` writes the level as `layers.safetensors`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from xdsl.context import Context
@@ -114,8 +113,7 @@ class ConvertTensorToWeightsPass(ModulePass):
     """hidden_act (the neuron gadget needs SiLU)"""
 
     rms_norm_eps: float = 1e-6
-    """rms_norm_eps (at most 2e-6 keeps the norms exact; spelled without an
-    exponent, which xDSL's pipeline syntax does not read)"""
+    """rms_norm_eps (at most 2e-6 keeps the norms exact)"""
 
     def text_config(self) -> Any:
         return TextConfig(
@@ -125,17 +123,16 @@ class ConvertTensorToWeightsPass(ModulePass):
             linear_conv_kernel_dim=self.conv_kernel, hidden_act=self.act,
             rms_norm_eps=self.rms_norm_eps)
 
-    @classmethod
-    def options_for(cls, config: Any) -> str:
-        """The pass with the options of a base text config, as pipeline text."""
-        return (f"{cls.name}{{hidden={config.hidden_size} "
-                f"intermediate={config.intermediate_size} "
-                f"heads={config.linear_num_value_heads} "
-                f"key-heads={config.linear_num_key_heads} "
-                f"key-head-dim={config.linear_key_head_dim} "
-                f"value-head-dim={config.linear_value_head_dim} "
-                f"conv-kernel={config.linear_conv_kernel_dim} act={config.hidden_act} "
-                f"rms-norm-eps={Decimal(repr(float(config.rms_norm_eps))):f}}}")
+    @staticmethod
+    def options_of(config: Any) -> dict[str, Any]:
+        """The pass's options for a base text config."""
+        return {"hidden": config.hidden_size, "intermediate": config.intermediate_size,
+                "heads": config.linear_num_value_heads,
+                "key_heads": config.linear_num_key_heads,
+                "key_head_dim": config.linear_key_head_dim,
+                "value_head_dim": config.linear_value_head_dim,
+                "conv_kernel": config.linear_conv_kernel_dim, "act": config.hidden_act,
+                "rms_norm_eps": float(config.rms_norm_eps)}
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         try:

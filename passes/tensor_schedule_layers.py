@@ -35,6 +35,7 @@ import bisect
 import heapq
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
@@ -730,6 +731,12 @@ class TensorScheduleLayersPass(ModulePass):
 
     heads: int = T.DEFAULT_HEADS
     """Linear-attention heads per layer (the config's linear_num_value_heads)."""
+
+    @staticmethod
+    def options_of(config: Any) -> dict[str, Any]:
+        """The pass's options for a base text config."""
+        return {"hidden": config.hidden_size, "intermediate": config.intermediate_size,
+                "heads": config.linear_num_value_heads}
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         if self.hidden < 2 or self.intermediate < 2 or self.heads < 0:

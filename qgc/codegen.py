@@ -18,17 +18,7 @@ from qgc.passes.tensor_to_weights import CodegenError
 from qgc.runtime.layers_file import write_layers
 
 __all__ = ["TextConfig", "compiled_machine", "default_config_path", "read_text_config",
-           "schedule_options", "weights_options", "write_compiled"]
-
-
-def schedule_options(config: TextConfig) -> str:
-    return (f"tensor-schedule-layers{{hidden={config.hidden_size} "
-            f"intermediate={config.intermediate_size} heads={config.linear_num_value_heads}}}")
-
-
-def weights_options(config: TextConfig) -> str:
-    """`convert-tensor-to-weights` with the options of `config`."""
-    return lower.ConvertTensorToWeightsPass.options_for(config)
+           "write_compiled"]
 
 
 def compiled_machine(module: builtin.ModuleOp, config: Any):

@@ -46,6 +46,10 @@ ALL_STAGES = ("ptx", "simt", "tensor", "weights")
 TENSOR_MEM_WORDS = BANK_WORDS
 
 
+#: Passes whose options are the base text config's (each has `options_of(config)`).
+FOLLOW_THE_BASE = ("tensor-schedule-layers", "convert-tensor-to-weights")
+
+
 def _new(name: str, **options: Any) -> ModulePass:
     """The registered pass `name` with `options` (its module loads only now)."""
     return get_all_passes()[name]()(**options)
@@ -89,11 +93,9 @@ def stage(name: str, *, mem_words: int | None = None,
     if mem_words is not None:
         passes = with_options(passes, "convert-ptx-to-simt", mem_words=mem_words)
     if schedule is not None:
-        # codegen loads numpy: not for --emit=ptx
-        from qgc.codegen import schedule_options, weights_options
-        for text in (schedule_options(schedule), weights_options(schedule)):
-            (configured,) = parse_pipeline(text).passes
-            passes = tuple(configured if p.name == configured.name else p for p in passes)
+        for p in passes:
+            if p.name in FOLLOW_THE_BASE:
+                passes = with_options(passes, p.name, **type(p).options_of(schedule))
     return passes
 
 

@@ -74,9 +74,11 @@ def test_the_weights_level_prints_a_line_per_layer(tensor_level):
 
 def test_the_options_of_a_config_parse_back():
     from qgc.base_config import read_text_config
-    from qgc.pipeline import parse_pipeline
+    from qgc.pipeline import parse_pipeline, pipeline_text, stage
     config = read_text_config()
-    (p,) = parse_pipeline(ConvertTensorToWeightsPass.options_for(config)).passes
+    configured = stage("weights", schedule=config)
+    (p,) = parse_pipeline(pipeline_text(configured[-1:])).passes
+    assert p == configured[-1]
     assert vars(p.text_config()).items() <= config.to_dict().items()
 
 
