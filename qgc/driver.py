@@ -25,6 +25,7 @@ from qgc.pipeline import (
     up_to,
     with_options,
 )
+from qgc.timing import Timing
 
 
 def read_source(path: str) -> str:
@@ -66,17 +67,18 @@ def verify(module: builtin.ModuleOp, source: str | None = None) -> None:
 
 
 def apply(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
-          dumps: DumpOptions | None = None) -> None:
+          dumps: DumpOptions | None = None, timing: Timing | None = None) -> None:
     """Run `pipeline` (passes, or their text as `-p` takes it) on `module`."""
     passes = PassPipeline(pipeline) if isinstance(pipeline, tuple) else parse_pipeline(pipeline)
     try:
-        run_pipeline(ctx, module, passes, dumps)
+        run_pipeline(ctx, module, passes, dumps, timing)
     except (VerifyException, DiagnosticException) as err:
         raise QgcError(with_snippet(str(err)), status=2) from None
 
 
 def apply_for_launch(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
-                     launch) -> None:
+                     launch, dumps: DumpOptions | None = None,
+                     timing: Timing | None = None) -> None:
     """Apply `pipeline` (through `convert-ptx-to-simt`) with the machine
     memory `launch` needs: the machine passes run with all the memory the
     tensor level holds, then the launched kernel keeps the fewest memory banks
@@ -84,14 +86,14 @@ def apply_for_launch(ctx: Context, module: builtin.ModuleOp, pipeline: str | Pas
     passes = pipeline if isinstance(pipeline, tuple) else parse_pipeline(pipeline).passes
     machine = up_to(passes, "convert-simt-to-tensor")
     if not has_pass(machine, "convert-ptx-to-simt"):
-        apply(ctx, module, passes)
+        apply(ctx, module, passes, dumps, timing)
         return
     apply(ctx, module, with_options(machine, "convert-ptx-to-simt",
-                                    mem_words=protocol.MAX_MEMORY_WORDS))
+                                    mem_words=protocol.MAX_MEMORY_WORDS), dumps, timing)
     kernel = pick_kernel(module, launch.kernel)    # a launch past 508 words is refused here
     kernel.set_limit("mem_words", banked_words(memory_layout(kernel, launch).total))
     if rest := from_pass(passes, "convert-simt-to-tensor"):
-        apply(ctx, module, rest)
+        apply(ctx, module, rest, dumps, timing)
 
 
 def print_ir(module: builtin.ModuleOp, stream: IO[str], debuginfo: bool = False) -> None:

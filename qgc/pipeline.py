@@ -29,6 +29,7 @@ from xdsl.utils.exceptions import ArgSpecParseError
 from qgc.diagnostics import QgcError
 from qgc.passes import get_all_passes
 from qgc.protocol import BANK_WORDS
+from qgc.timing import NoTiming, Timing
 
 if TYPE_CHECKING:
     from qgc.base_config import TextConfig
@@ -213,14 +214,17 @@ def parse_pipeline(spec: str) -> PassPipeline:
 
 
 def run_pipeline(ctx: Context, module: builtin.ModuleOp, pipeline: PassPipeline,
-                 dumps: DumpOptions | None = None) -> None:
-    """Apply the passes in order, verifying after each and dumping as asked."""
+                 dumps: DumpOptions | None = None, timing: Timing | None = None) -> None:
+    """Apply the passes in order, verifying after each, dumping as asked and
+    timing each (the verifier's time is the pass's, as MLIR counts it)."""
     dumps = dumps or DumpOptions()
+    timing = timing or NoTiming()
     for index, p in enumerate(pipeline.passes):
         if dumps.wants_before(p.name):
             _dump(module, f"IR Dump Before {pass_title(p)}", dumps)
-        p.apply(ctx, module)
-        module.verify()
+        with timing.scope(pass_title(p)):
+            p.apply(ctx, module)
+            module.verify()
         if dumps.wants_after(p.name):
             if dumps.tree_dir is not None:
                 _dump_tree(module, index, p, dumps)
