@@ -45,6 +45,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from qgc.dialects import tensor as T
 from qgc.passes.tensor_schedule.coordinates import Coordinates, Neurons
+from qgc.progress import progress
 
 #: Largest pad value (exact in bfloat16, and x = P/8 stays exact).
 MAX_PAD = T.MAX_ACTIVE_GATE
@@ -203,7 +204,9 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     fits: list[tuple[int, int]] = []            # (layers, index of the budget)
     closest: _Overflow | None = None
     held = None                                 # the budget of the schedule in place
-    for n, budget in enumerate(_BUDGETS):
+    tries = progress(enumerate(_BUDGETS), desc=f"scheduling {program.program_name}",
+                     total=len(_BUDGETS), unit="try")
+    for n, budget in tries:
         try:
             _schedule(program, hidden, intermediate, heads, budget)
         except _Overflow as err:
@@ -211,6 +214,7 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
             held = None
             continue
         if program.limit("layers") <= _LAYER_GOAL:
+            tries.close()
             return
         fits.append((program.limit("layers"), n))
         held = n

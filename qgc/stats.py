@@ -42,8 +42,9 @@ def kernel_stats(fn: ptx.EntryOp | ptx.FuncOp) -> dict[str, object]:
             "shared_bytes": shared}
 
 
-def ptx_lines(module: builtin.ModuleOp) -> list[str]:
-    lines = []
+def ptx_records(module: builtin.ModuleOp) -> list[dict[str, object]]:
+    """Each entry kernel at the ptx level (static shared includes the module's)."""
+    out = []
     for op in module.walk():
         if isinstance(op, ptx.ModuleOp):
             shared_module = sum(v.size_bytes for v in op.body.ops
@@ -51,14 +52,20 @@ def ptx_lines(module: builtin.ModuleOp) -> list[str]:
             for fn in op.body.ops:
                 if isinstance(fn, ptx.EntryOp):
                     s = kernel_stats(fn)
-                    regs = ", ".join(f"{n} .{t}" for t, n in s["registers"].items())
-                    lines.append(
-                        f"qgc info: kernel '{fn.kernel_name}' (ptx level): "
-                        f"{s['instructions']} instructions, {s['basic_blocks']} basic blocks, "
-                        f"registers declared: {regs or 'none'}, "
-                        f"{s['param_bytes']} bytes params, "
-                        f"{s['shared_bytes'] + shared_module} bytes static shared")
-    return lines
+                    s["shared_bytes"] += shared_module
+                    out.append({"kernel": fn.kernel_name, **s})
+    return out
+
+
+def ptx_line(r: dict) -> str:
+    regs = ", ".join(f"{n} .{t}" for t, n in r["registers"].items())
+    return (f"qgc info: kernel '{r['kernel']}' (ptx level): {r['instructions']} instructions, "
+            f"{r['basic_blocks']} basic blocks, registers declared: {regs or 'none'}, "
+            f"{r['param_bytes']} bytes params, {r['shared_bytes']} bytes static shared")
+
+
+def ptx_lines(module: builtin.ModuleOp) -> list[str]:
+    return [ptx_line(r) for r in ptx_records(module)]
 
 
 def simt_kernel_stats(kernel) -> dict[str, object]:
@@ -75,66 +82,102 @@ def simt_kernel_stats(kernel) -> dict[str, object]:
             "spilled": kernel.limit("spilled") or 0, "spill_words": kernel.spill_size}
 
 
-def simt_lines(module: builtin.ModuleOp, launch=None) -> list[str]:
-    from qgc.dialects import simt
-    lines = []
-    kernels = simt.kernels_of(module)
-    for k in kernels:
-        s = simt_kernel_stats(k)
+#: the machine limits a simt kernel's stats are read against
+SIMT_LIMITS = ("max_blocks", "max_ops", "regs", "preds")
 
-        def of(prop: str, k=k) -> str:
-            limit = k.limit(prop)
-            return f" of {limit}" if limit is not None else ""
-        spills = (f", registers spilled {s['spilled']} (spill words {s['spill_words']} per "
-                  "thread)") if k.regs is not None else ""
-        lines.append(
-            f"qgc info: kernel '{k.kernel_name}' (simt level): {s['blocks']} blocks"
-            f"{of('max_blocks')}, {s['ops']} ops, ops per block max {s['max_ops']}"
-            f"{of('max_ops')} mean {s['mean_ops']:.2f}, registers {s['registers']}"
-            f"{of('regs')} per lane{spills}, predicates {s['predicates']}{of('preds')}, "
-            f"parameter area {k.param_area_words} words of {k.mem_words.value.data}")
-    if launch is not None and kernels:
-        from qgc.runtime.simt_engine import run_simt
-        result = run_simt(module, launch)
-        st = result.stats
-        regions = ", ".join(f"{name} {n}" for name, n in st["memory"].items())
-        kernel = [k for k in kernels if launch.kernel in (None, k.kernel_name)][0]
-        per_warp = " ".join(str(n) for n in st["per_warp_steps"])
-        lines.append(
-            f"qgc info: launch of '{kernel.kernel_name}': memory {st['memory_words']} of "
-            f"{kernel.mem_words.value.data} words ({regions}); {st['exec_steps']} EXEC steps "
-            f"over {simt.plural(st['warps'], 'warp')} in {simt.plural(st['ctas'], 'CTA')} "
-            f"(per warp: {per_warp}), "
-            f"{st['ops']} machine ops")
+
+def simt_records(module: builtin.ModuleOp) -> list[dict[str, object]]:
+    from qgc.dialects import simt
+    return [{"kernel": k.kernel_name, **simt_kernel_stats(k),
+             "allocated": k.regs is not None, "param_area_words": k.param_area_words,
+             "mem_words": k.mem_words.value.data,
+             "limits": {name: k.limit(name) for name in SIMT_LIMITS}}
+            for k in simt.kernels_of(module)]
+
+
+def simt_line(r: dict) -> str:
+    def of(prop: str) -> str:
+        limit = r["limits"][prop]
+        return f" of {limit}" if limit is not None else ""
+    spills = (f", registers spilled {r['spilled']} (spill words {r['spill_words']} per "
+              "thread)") if r["allocated"] else ""
+    return (f"qgc info: kernel '{r['kernel']}' (simt level): {r['blocks']} blocks"
+            f"{of('max_blocks')}, {r['ops']} ops, ops per block max {r['max_ops']}"
+            f"{of('max_ops')} mean {r['mean_ops']:.2f}, registers {r['registers']}"
+            f"{of('regs')} per lane{spills}, predicates {r['predicates']}{of('preds')}, "
+            f"parameter area {r['param_area_words']} words of {r['mem_words']}")
+
+
+def launch_record(module: builtin.ModuleOp, launch) -> dict[str, object] | None:
+    """The memory map and EXEC steps of `launch` on the simt engine."""
+    from qgc.dialects import simt
+    from qgc.machine.abi import pick_kernel
+    from qgc.runtime.simt_engine import run_simt
+    if not simt.kernels_of(module):
+        return None
+    st = run_simt(module, launch).stats
+    kernel = pick_kernel(module, launch.kernel)
+    return {"kernel": kernel.kernel_name, "mem_words": kernel.mem_words.value.data,
+            **{k: st[k] for k in ("memory_words", "memory", "exec_steps", "warps", "ctas",
+                                  "per_warp_steps", "ops")}}
+
+
+def launch_line(r: dict) -> str:
+    from qgc.dialects import simt
+    regions = ", ".join(f"{name} {n}" for name, n in r["memory"].items())
+    per_warp = " ".join(str(n) for n in r["per_warp_steps"])
+    return (f"qgc info: launch of '{r['kernel']}': memory {r['memory_words']} of "
+            f"{r['mem_words']} words ({regions}); {r['exec_steps']} EXEC steps "
+            f"over {simt.plural(r['warps'], 'warp')} in {simt.plural(r['ctas'], 'CTA')} "
+            f"(per warp: {per_warp}), {r['ops']} machine ops")
+
+
+def simt_lines(module: builtin.ModuleOp, launch=None) -> list[str]:
+    lines = [simt_line(r) for r in simt_records(module)]
+    if launch is not None and (r := launch_record(module, launch)) is not None:
+        lines.append(launch_line(r))
     return lines
 
 
-def tensor_lines(module: builtin.ModuleOp) -> list[str]:
+def tensor_records(module: builtin.ModuleOp) -> list[dict[str, object]]:
     from qgc.dialects import tensor
-    lines = []
+    out = []
     for p in tensor.programs_of(module):
-        ops = p.ops()
-        rows = [op for op in ops if isinstance(op, tensor.ThresholdOp)]
-        bits = sum(tensor.width_of(op.result) for op in rows)
-        neurons = sum(op.neuron_count() for op in rows)
+        rows = [op for op in p.ops() if isinstance(op, tensor.ThresholdOp)]
         memories = p.memories()
-        line = (f"qgc info: step program '{p.program_name}' (tensor level): {len(rows)} "
-                f"threshold ops ({bits} bits, {neurons} neurons), {len(memories)} memory heads")
+        record: dict[str, object] = {
+            "program": p.program_name, "threshold_ops": len(rows),
+            "bits": sum(tensor.width_of(op.result) for op in rows),
+            "neurons": sum(op.neuron_count() for op in rows), "memory_heads": len(memories)}
         layers = p.limit("layers")
         if layers is not None:
-            per_layer = [0] * layers
-            heads = [0] * layers
+            per_layer, heads = [0] * layers, [0] * layers
             for op in rows:
                 per_layer[op.placed_layer] += op.neuron_count()
             for m in memories.values():
                 heads[m.placed_layer] += 1
-            line += (f"; {layers} layers of hidden {p.limit('hidden')}: MLP neurons per layer "
-                     f"{' '.join(map(str, per_layer))}; heads per layer "
-                     f"{' '.join(map(str, heads))}; smallest gate margin per layer "
-                     f"{' '.join(_margins(p, layers))} (|G| in units, exact from 1/2 "
-                     "in float32 and bfloat16; - for no MLP)")
-        lines.append(line)
-    return lines
+            record.update(layers=layers, hidden=p.limit("hidden"),
+                          neurons_per_layer=per_layer, heads_per_layer=heads,
+                          gate_margins=_margins(p, layers))
+        out.append(record)
+    return out
+
+
+def tensor_line(r: dict) -> str:
+    line = (f"qgc info: step program '{r['program']}' (tensor level): {r['threshold_ops']} "
+            f"threshold ops ({r['bits']} bits, {r['neurons']} neurons), {r['memory_heads']} "
+            "memory heads")
+    if "layers" in r:
+        line += (f"; {r['layers']} layers of hidden {r['hidden']}: MLP neurons per layer "
+                 f"{' '.join(map(str, r['neurons_per_layer']))}; heads per layer "
+                 f"{' '.join(map(str, r['heads_per_layer']))}; smallest gate margin per layer "
+                 f"{' '.join(r['gate_margins'])} (|G| in units, exact from 1/2 "
+                 "in float32 and bfloat16; - for no MLP)")
+    return line
+
+
+def tensor_lines(module: builtin.ModuleOp) -> list[str]:
+    return [tensor_line(r) for r in tensor_records(module)]
 
 
 def _margins(program, layers: int) -> list[str]:
@@ -146,25 +189,35 @@ def _margins(program, layers: int) -> list[str]:
     return out
 
 
-def format_stats(module: builtin.ModuleOp, launch=None, before: str | None = None,
-                 ptx_only: bool = False, tensor_note: str | None = None) -> str:
+def collect_stats(module: builtin.ModuleOp, launch=None,
+                  before: list[dict] | None = None,
+                  tensor_note: str | None = None) -> dict[str, object]:
     """Resources at every level the module has been through: `before` holds the
-    ptx-level lines taken before the pipeline ran; `launch` adds the memory map
-    and EXEC steps of one launch on the simt engine; `tensor_note` says why the
-    tensor level is missing or unscheduled, when the compile tried it."""
-    lines = ptx_lines(module) if before is None else (before.splitlines() if before else [])
-    if ptx_only:
-        return "\n".join(lines)
-    sl = simt_lines(module, launch)
-    if before is not None and not sl:  # pipeline stayed at the ptx level
-        lines = ptx_lines(module) or lines
-    lines += sl
-    if not sl:
-        lines.append("qgc info: machine-level resources (blocks, registers, memory words) "
-                     "need the simt stage (--emit=simt or a full compile)")
-    tl = tensor_lines(module)
-    if not tl and tensor_note is None:
-        tl = ["qgc info: layers, heads and MLP neurons need the tensor stage "
-              "(--emit=tensor or a full compile)"]
-    lines += tl + ([tensor_note] if tensor_note else [])
+    ptx-level records taken before the pipeline ran; `launch` adds the memory
+    map and EXEC steps of one launch on the simt engine; `notes` say what is
+    missing (a level not reached, or `tensor_note`: why the tensor level the
+    compile tried is missing or unscheduled)."""
+    simt_level = simt_records(module)
+    ptx_level = ptx_records(module) if before is None or not simt_level else before
+    ptx_level = ptx_level or (before or [])
+    notes = []
+    if not simt_level:
+        notes.append("machine-level resources (blocks, registers, memory words) need the "
+                     "simt stage (--emit=simt or a full compile)")
+    tensor_level = tensor_records(module)
+    if not tensor_level and tensor_note is None:
+        notes.append("layers, heads and MLP neurons need the tensor stage (--emit=tensor or "
+                     "a full compile)")
+    return {"ptx": ptx_level, "simt": simt_level,
+            "launch": launch_record(module, launch) if launch is not None else None,
+            "tensor": tensor_level, "notes": notes + ([tensor_note] if tensor_note else [])}
+
+
+def format_stats(stats: dict[str, object]) -> str:
+    """`collect_stats`'s record as `qgc info:` lines, like ptxas -v."""
+    lines = [ptx_line(r) for r in stats["ptx"]] + [simt_line(r) for r in stats["simt"]]
+    if stats["launch"] is not None:
+        lines.append(launch_line(stats["launch"]))
+    lines += [tensor_line(r) for r in stats["tensor"]]
+    lines += [f"qgc info: {note}" for note in stats["notes"]]
     return "\n".join(lines)

@@ -397,7 +397,7 @@ def test_cli_runs_a_simt_listing(tmp_path, capsys):
 def test_cli_stats_at_the_simt_level(capsys):
     assert main([str(EXAMPLES / "vector_add" / "vector_add.ptx"), "--stats", "--launch",
                  str(EXAMPLES / "vector_add" / "launch.json")]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "kernel 'vector_add' (ptx level)" in out
     assert re.search(r"kernel 'vector_add' \(simt level\): 1 blocks of 64, 16 ops, ops per "
                      r"block max 16 of 16 mean 16\.00, registers \d+ of 15 per lane", out)
@@ -414,7 +414,7 @@ def test_cli_stats_when_the_layers_do_not_fit(capsys, tmp_path):
     (tmp_path / "narrow.json").write_text(json.dumps(config))
     assert main([str(EXAMPLES / "branchy" / "branchy.ptx"), "--stats",
                  "--base-config", str(tmp_path / "narrow.json")]) == 0
-    out = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().err.splitlines()
     assert re.match(r"qgc info: kernel 'branchy' \(simt level\): \d+ blocks of 64", out[1])
     assert re.match(r"qgc info: no layer schedule: error: tensor program 'branchy_step' needs "
                     r"\d+ residual coordinates .*the layers have hidden 512 \(option hidden\)",

@@ -192,7 +192,7 @@ def test_stats_report_the_spills(capsys):
     from qgc.cli import main
     assert main([str(DOT), "-p", pipeline_text(with_regs(3)), "--stats", "--launch",
                  str(EXAMPLES / "dot" / "launch.json")]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "registers 3 of 3 per lane, registers spilled 4 (spill words 4 per thread)" in out
     assert re.search(r"memory 33 of 1024 words \(.*, spill 16\)", out)
     from qgc.stats import simt_lines

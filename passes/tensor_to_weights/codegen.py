@@ -73,6 +73,7 @@ from qgc.passes.tensor_to_weights.sparse import (
     affine,
     conjunction,
 )
+from qgc.progress import progress
 
 # --------------------------------------------------------------- the program
 
@@ -454,7 +455,8 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
             _compile_memory(layers[layer], op, writes.get(op.memory_name),
                             reads.get(op.memory_name), coords, config, groups)
     neurons = [_compile_mlp(layers[i], thresholds.get(i, []), coords, groups)
-               for i in range(n_layers)]
+               for i in progress(range(n_layers), desc=f"codegen {program.program_name}",
+                                 unit="layer")]
     for i, n in enumerate(neurons):
         if n > config.intermediate_size:
             raise CodegenError(f"layer {i} of tensor program '{program.program_name}' needs {n} "

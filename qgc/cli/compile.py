@@ -4,10 +4,12 @@ any pass, print the pipeline, or report resources (the default command)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from qgc import __version__, driver
+from qgc.cli.common import say
 from qgc.diagnostics import QgcError
 from qgc.pipeline import (
     ALL_STAGES,
@@ -22,7 +24,8 @@ from qgc.pipeline import (
 )
 from qgc.protocol import BANK_WORDS, MAX_MEMORY_WORDS
 from qgc.runtime.launch import load_launch
-from qgc.stats import format_stats
+from qgc.stats import collect_stats, format_stats, ptx_records
+from qgc.timing import NoTiming, Timing
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -39,18 +42,24 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("-p", "--passes", help="custom pass pipeline, xDSL syntax: 'a,b{opt=1}'")
     p.add_argument("--print-pipeline", action="store_true",
                    help="print the pass pipeline that would run, and stop")
-    p.add_argument("--stats", action="store_true", help="print resource usage (like ptxas -v)")
-    p.add_argument("--launch", metavar="L.json",
-                   help="with --stats: also the memory and EXEC steps of this launch")
+    p.add_argument("--stats", nargs="?", const="text", choices=("text", "json"),
+                   help="resource usage at every level reached, on stderr (like ptxas -v); "
+                        "--stats=json: one JSON object, for scripts")
+    p.add_argument("--timing", action="store_true",
+                   help="wall time of each pass on stderr (like -mlir-timing)")
     p.add_argument("--print-debuginfo", action="store_true",
                    help="print source locations (loc(...)) with the IR")
     p.add_argument("--base-config", metavar="PATH",
                    help="Qwen3.5 text config (JSON, or a checkpoint directory) the layers "
                         "target (default: the 2B config)")
-    p.add_argument("--mem-words", type=int, metavar="N",
-                   help=f"words of machine memory (default {BANK_WORDS}: one bank; up "
-                        f"to {MAX_MEMORY_WORDS} in banks of {BANK_WORDS}, each memory read a head per "
-                        "bank); `qgc run` sizes it to the launch")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--mem-words", type=int, metavar="N",
+                      help=f"words of machine memory (default {BANK_WORDS}: one bank; up "
+                           f"to {MAX_MEMORY_WORDS} in banks of {BANK_WORDS}, each memory read a "
+                           "head per bank); `qgc run` sizes it to the launch")
+    size.add_argument("--launch", metavar="L.json",
+                      help="size the machine memory to this launch (as `qgc run` does); with "
+                           "--stats, also report its memory map and EXEC steps")
     _add_dump_flags(p)
     p.add_argument("--version", action="version", version=f"qgc {__version__}")
     p.set_defaults(handler=command)
@@ -73,39 +82,61 @@ def command(args: argparse.Namespace) -> int:
     if args.print_pipeline:
         print(args.passes if passes is None else pipeline_text(passes))
         return 0
-    ctx, module = driver.load(args.input)
+    if args.output is not None:
+        _check_output(args)
+    if args.launch and passes is None and not args.stats:
+        raise QgcError("error: --launch sizes the memory of qgc's own pipeline; with -p the "
+                       "pipeline is as given (--launch then only feeds --stats)", status=2)
+    launch = load_launch(Path(args.launch)) if args.launch else None
+    timing = Timing() if args.timing else NoTiming()
+    with timing.scope("Parse"):
+        ctx, module = driver.load(args.input)
     dumps = DumpOptions(
         before_all=args.print_ir_before_all, after_all=args.print_ir_after_all,
         before=set(args.print_ir_before), after=set(args.print_ir_after),
         tree_dir=Path(args.print_ir_tree_dir) if args.print_ir_tree_dir else None,
         debuginfo=args.print_debuginfo)
-    if args.stats:
-        before = format_stats(module, ptx_only=True)
-    schedule_note = None
-    if args.stats and passes is not None and args.emit is None:
-        # resources of every level that fits: a kernel the tensor level does not
-        # take yet, or a schedule that does not fit the layers, is reported, not
-        # fatal; the stats read the scheduled program, not its weights
-        passes = up_to(passes, "convert-tensor-to-weights")
-        driver.apply(ctx, module, up_to(passes, "convert-simt-to-tensor"), dumps)
-        if tensor := from_pass(passes, "convert-simt-to-tensor"):
-            schedule_note = _try_tensor_level(ctx, module, tensor, dumps)
+    before = ptx_records(module) if args.stats else None
+    stats_only = args.stats and args.output is None and args.emit is None and passes is not None
+    note = None
+    if stats_only:    # resources of every level that fits, a level that does not is said
+        note = _stats_compile(ctx, module, passes, dumps, timing, launch)
+    elif launch is not None and passes is not None:
+        driver.apply_for_launch(ctx, module, passes, launch, dumps, timing)
     else:
-        driver.apply(ctx, module, args.passes if passes is None else passes, dumps)
-    if args.stats:
-        launch = load_launch(Path(args.launch)) if args.launch else None
-        print(format_stats(module, launch, before=before, tensor_note=schedule_note))
-        return 0
+        driver.apply(ctx, module, args.passes if passes is None else passes, dumps, timing)
     if args.output is not None:
-        if args.passes is not None or args.emit is not None:
-            raise QgcError("error: -o writes the compiled layers of a full compilation; drop "
-                           "-p/--emit", status=2)
         from qgc.codegen import write_compiled  # numpy and the weights: the -o path only
-        size = write_compiled(module, args.output, args.base_config)
-        print(f"qgc: wrote {args.output} ({size / 1e6:.2f} MB)", file=sys.stderr)
-        return 0
-    driver.print_ir(module, sys.stdout, args.print_debuginfo)
+        with timing.scope("Output"):
+            size = write_compiled(module, args.output, args.base_config)
+        say(f"wrote {args.output} ({size / 1e6:.2f} MB)")
+    elif not stats_only:
+        with timing.scope("Output"):
+            driver.print_ir(module, sys.stdout, args.print_debuginfo)
+    if args.stats:
+        report_stats(collect_stats(module, launch, before, note), args.stats)
+    if args.timing:
+        timing.report(sys.stderr)
     return 0
+
+
+def report_stats(stats: dict, form: str) -> None:
+    """`--stats` on stderr: `qgc info:` lines, or one JSON object."""
+    if form == "json":
+        print(json.dumps(stats), file=sys.stderr)
+    else:
+        print(format_stats(stats), file=sys.stderr)
+
+
+def _check_output(args: argparse.Namespace) -> None:
+    """-o takes a full compilation, to a file that can be written: said
+    before compiling, not after."""
+    if args.passes is not None or args.emit is not None:
+        raise QgcError("error: -o writes the compiled layers of a full compilation; drop "
+                       "-p/--emit", status=2)
+    directory = Path(args.output).resolve().parent
+    if not directory.is_dir():
+        raise QgcError(f"error: cannot write '{args.output}': no directory '{directory}'", 2)
 
 
 def _stage(args: argparse.Namespace) -> Passes:
@@ -121,16 +152,28 @@ def _stage(args: argparse.Namespace) -> Passes:
     return stage(args.emit or deepest_stage(), mem_words=args.mem_words, schedule=config)
 
 
-def _try_tensor_level(ctx, module, passes: Passes, dumps: DumpOptions) -> str | None:
-    """Lower the machine program to the tensor level and schedule it; a kernel
-    the tensor level does not take yet, or a schedule that does not fit the
-    layers, becomes an info line (a failed lowering leaves the module as it was)."""
+def _stats_compile(ctx, module, passes: Passes, dumps: DumpOptions, timing: Timing,
+                   launch) -> str | None:
+    """Compile as far as the levels go for `--stats`: through the machine
+    level (fatal if it fails), then the tensor level and its schedule, where
+    a kernel the tensor level does not take yet, or a schedule that does not
+    fit the layers, becomes a note; the stats read the scheduled program, not
+    its weights."""
+    passes = up_to(passes, "convert-tensor-to-weights")
+    machine = up_to(passes, "convert-simt-to-tensor")
+    if launch is not None:
+        driver.apply_for_launch(ctx, module, machine, launch, dumps, timing)
+    else:
+        driver.apply(ctx, module, machine, dumps, timing)
+    tensor = from_pass(passes, "convert-simt-to-tensor")
+    if not tensor:
+        return None
     try:
-        driver.apply(ctx, module, up_to(passes, "tensor-schedule-layers"), dumps)
+        driver.apply(ctx, module, up_to(tensor, "tensor-schedule-layers"), dumps, timing)
     except QgcError as err:     # the machine's stats stand; say why there are no more
-        return f"qgc info: no tensor level: {str(err).strip().splitlines()[0]}"
+        return f"no tensor level: {str(err).strip().splitlines()[0]}"
     try:
-        driver.apply(ctx, module, from_pass(passes, "tensor-schedule-layers"), dumps)
+        driver.apply(ctx, module, from_pass(tensor, "tensor-schedule-layers"), dumps, timing)
     except QgcError as err:
-        return f"qgc info: no layer schedule: {err}"
+        return f"no layer schedule: {err}"
     return None
