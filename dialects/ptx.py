@@ -72,6 +72,29 @@ def type_bits(ptx_type: str) -> int:
     return TYPE_BITS[ptx_type]
 
 
+#: The base names (the opcode before its first `.`) of every PTX instruction in
+#: the PTX ISA 9.0 (section 9.7), the ones no engine runs included: an opcode
+#: outside it is not PTX at all, which the verifier says up front.
+PTX_INSTRUCTIONS: frozenset[str] = frozenset("""
+    add sub mul mad mul24 mad24 sad div rem abs neg min max popc clz bfind fns brev
+    bfe bfi szext bmsk dp4a dp2a addc subc madc
+    testp copysign fma rcp sqrt rsqrt sin cos lg2 ex2 tanh
+    set setp selp slct and or xor not cnot lop3 shf shl shr
+    mov shfl prmt ld ldu st multimem prefetch prefetchu applypriority discard
+    createpolicy isspacep cvta cvt mapa getctarank cp tensormap
+    tex tld4 txq istypep suld sust sured suq
+    bra brx call ret exit
+    bar barrier membar fence atom red vote match activemask redux griddepcontrol
+    elect mbarrier nanosleep setmaxnreg clusterlaunchcontrol
+    wmma mma ldmatrix stmatrix movmatrix wgmma tcgen05
+    stacksave stackrestore alloca
+    vadd vsub vabsdiff vmin vmax vshl vshr vmad vset
+    vadd2 vsub2 vavrg2 vabsdiff2 vmin2 vmax2 vset2
+    vadd4 vsub4 vavrg4 vabsdiff4 vmin4 vmax4 vset4
+    trap brkpt pmevent
+""".split())
+
+
 # ------------------------------------------------------------------ operand decoding
 
 @dataclass(frozen=True)
@@ -533,10 +556,12 @@ def _leaf_operands(operand: Operand) -> Iterator[Reg | Imm | Sym]:
 
 
 def _verify_inst(op: InstOp, regs: dict[str, str], labels: set[str], symbols: set[str]) -> None:
+    opcode = op.op
+    if opcode.base not in PTX_INSTRUCTIONS:
+        raise op_error(op, f"unknown PTX instruction '{opcode.base}'")
     guard = op.guard_reg
     if guard is not None and _reg_type(op, guard, regs) != "pred":
         raise op_error(op, f"guard '{guard.name}' is not a predicate register")
-    opcode = op.op
     for index, operand in enumerate(op.operands_decoded):
         for leaf in _leaf_operands(operand):
             if isinstance(leaf, Reg):

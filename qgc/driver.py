@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import functools
+import re
+import sys
 from pathlib import Path
 from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
+from xdsl.ir import Operation
 from xdsl.passes import PassPipeline
-from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from qgc import protocol
 from qgc.context import make_context
-from qgc.diagnostics import QgcError, with_snippet
+from qgc.diagnostics import QgcError, at_op, remember_source
 from qgc.machine.abi import banked_words, memory_layout, pick_kernel
 from qgc.pipeline import (
     DumpOptions,
@@ -28,7 +32,16 @@ from qgc.pipeline import (
 from qgc.timing import Timing
 
 
+#: The name diagnostics give the standard input, as MLIR's tools do.
+STDIN_NAME = "<stdin>"
+_FRONTENDS = (".ptx", ".mlir")
+
+
 def read_source(path: str) -> str:
+    """The text of `path`, or of the standard input for `-` (read once: every
+    later load of `-` in this process sees the same text)."""
+    if path == "-":
+        return _stdin_text()
     try:
         return Path(path).read_text()
     except OSError as err:
@@ -37,33 +50,84 @@ def read_source(path: str) -> str:
         raise QgcError(f"error: '{path}' is not a text file", status=2) from None
 
 
+@functools.cache
+def _stdin_text() -> str:
+    try:
+        return sys.stdin.buffer.read().decode()
+    except UnicodeDecodeError:
+        raise QgcError("error: the standard input is not text", status=2) from None
+
+
+def input_kind(path: str, text: str) -> str:
+    """`.ptx` or `.mlir`: by the suffix, or for stdin (`-`) by the first thing
+    that is not a comment: a PTX directive (`.version`, `.target`, ...) is PTX,
+    anything else textual IR."""
+    if path == "-":
+        return ".ptx" if _first_token(text).startswith(".") else ".mlir"
+    suffix = Path(path).suffix
+    if suffix not in _FRONTENDS:
+        hint = "; compile CUDA with nvcc -ptx first" if suffix in (".cu", ".cuh") else ""
+        kind = f"'{suffix}'" if suffix else "(no suffix)"
+        raise QgcError(f"error: '{path}': unknown input kind {kind} (expected .ptx or .mlir, "
+                       f"or - for the standard input{hint})", status=2)
+    return suffix
+
+
+_COMMENTS = re.compile(r"\s*(//[^\n]*|/\*.*?\*/)?", re.S)
+
+
+def _first_token(text: str) -> str:
+    pos = 0
+    while (m := _COMMENTS.match(text, pos)) and m.end() > pos:
+        pos = m.end()
+    return text[pos:pos + 1]
+
+
 def load(path: str) -> tuple[Context, builtin.ModuleOp]:
-    """Parse a `.ptx` file with the PTX frontend, anything else as textual IR."""
+    """Parse a `.ptx` file with the PTX frontend, a `.mlir` file as textual IR,
+    `-` (the standard input) as what it holds; then verify it."""
     text = read_source(path)
+    kind = input_kind(path, text)
+    name = STDIN_NAME if path == "-" else path
+    remember_source(name, text)
     ctx = make_context()
-    if path.endswith(".ptx"):
+    if kind == ".ptx":
         from qgc.frontend import parse_ptx
-        module = parse_ptx(text, path)
+        module = parse_ptx(text, name)
     else:
-        module = parse_ir(ctx, text, path)
-    verify(module, text)
+        module = parse_ir(ctx, text, name)
+    verify(module)
     return ctx, module
 
 
 def parse_ir(ctx: Context, text: str, path: str) -> builtin.ModuleOp:
-    from xdsl.parser import Parser
-    try:
-        return Parser(ctx, text, path).parse_module()
-    except ParseError as err:
-        raise QgcError(str(err), status=2) from None
+    from qgc.frontend.mlir import parse_mlir
+    return parse_mlir(ctx, text, path)
 
 
 def verify(module: builtin.ModuleOp, source: str | None = None) -> None:
+    """Verify `module`; a failure is a diagnostic at the op that fails."""
     try:
         module.verify()
     except VerifyException as err:
-        raise QgcError(with_snippet(str(err).splitlines()[0] if str(err) else "error: "
-                                    "verification failed", source), status=2) from None
+        raise QgcError(verify_diagnostic(module, err), status=2) from None
+
+
+def verify_diagnostic(module: builtin.ModuleOp, err: VerifyException) -> str:
+    """`err` as `file:L:C: error: ...` at the op that fails to verify (the
+    innermost, as the verifier checks nested ops first), or `error: ...`."""
+    message = str(err).strip() or "verification failed"
+    return at_op(failing_op(module), message.removeprefix("Operation does not verify: "))
+
+
+def failing_op(module: builtin.ModuleOp) -> Operation | None:
+    """The innermost op whose own checks fail (None: only the block structure does)."""
+    for op in module.walk(region_first=True):
+        try:
+            op.verify(verify_nested_ops=False)
+        except (VerifyException, ValueError):
+            return op
+    return None
 
 
 def apply(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
@@ -72,8 +136,10 @@ def apply(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
     passes = PassPipeline(pipeline) if isinstance(pipeline, tuple) else parse_pipeline(pipeline)
     try:
         run_pipeline(ctx, module, passes, dumps, timing)
-    except (VerifyException, DiagnosticException) as err:
-        raise QgcError(with_snippet(str(err)), status=2) from None
+    except VerifyException as err:   # a pass left IR that does not verify
+        raise QgcError(verify_diagnostic(module, err), status=2) from None
+    except DiagnosticException as err:
+        raise QgcError(at_op(None, str(err).strip()), status=2) from None
 
 
 def apply_for_launch(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,

@@ -1,21 +1,35 @@
 """`qgc-opt`: xDSL's opt driver with qgc's dialects, passes and PTX frontend.
 
-Lit tests drive it as MLIR's tests drive `mlir-opt`: `qgc-opt FILE -p PASSES`.
+Lit tests drive it as MLIR's tests drive `mlir-opt`: `qgc-opt FILE -p PASSES`,
+`--split-input-file` (chunks between `// -----` lines, each on its own) and
+`--verify-diagnostics` (each chunk's error must be the one its
+`// expected-error {{...}}` comments announce). The input is `.mlir`, `.ptx`,
+or the standard input (`-` or none), which is PTX when it starts with a PTX
+directive and textual IR otherwise; `-f ptx|mlir` says which.
+Diagnostics: `file:LINE:COL: error: ...` with the source line and a caret, or
+`qgc-opt: error: ...` where no position exists; exit status 1, as mlir-opt.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from typing import IO
 
 from xdsl.dialects.builtin import Builtin, ModuleOp
-from xdsl.utils.exceptions import ArgSpecParseError
+from xdsl.passes import PassPipeline
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qgc import __version__
 from qgc.dialects import get_all_dialects
 from qgc.passes import get_all_passes
+
+from qgc.diagnostics import QgcError
+
+#: What a chunk's failure raises: each is one diagnostic.
+_CHUNK_ERRORS = (QgcError, DiagnosticException, ParseError)
 
 
 def _parse_ptx_file(stream: IO[bytes]) -> ModuleOp:
@@ -40,19 +54,125 @@ class QgcOptMain(xDSLOptMain):
         super().register_all_frontends()
         self.available_frontends["ptx"] = _parse_ptx_file
 
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
+        from qgc.dump_flags import add_dump_flags
+        super().register_all_arguments(arg_parser)
+        add_dump_flags(arg_parser)
+
+    def setup_pipeline(self):
+        from qgc.dump_flags import dump_options
+        from qgc.pipeline import parse_pipeline
+        self.dumps = dump_options(self.args)
+        self.pipeline = parse_pipeline(self.args.passes) if self.args.passes else PassPipeline(())
+
+    def run(self) -> int:
+        """Each chunk parsed, verified, through the passes and printed; the
+        status says whether every chunk did (or, verifying diagnostics,
+        whether every chunk's diagnostics were the expected ones)."""
+        from qgc.diagnostics import remember_source
+        from qgc.expected_diagnostics import split_input
+        name, text = self._read_input()
+        kind = self._input_kind(name, text)
+        remember_source(name, text)
+        chunks = split_input(text) if self.args.split_input_file else [(0, text)]
+        output = self.prepare_output()
+        failed = False
+        try:
+            for index, (offset, chunk) in enumerate(chunks):
+                if index:
+                    output.write("// -----\n")
+                failed |= not self._run_chunk(kind, name, offset, chunk, output)
+                output.flush()
+        finally:
+            if output is not sys.stdout:
+                output.close()
+        return 1 if failed else 0
+
+    def _run_chunk(self, kind: str, name: str, offset: int, chunk: str, output: IO[str]) -> bool:
+        from qgc.expected_diagnostics import check_expected, expected_diagnostics
+        # the chunk padded to its place in the file: positions are the file's
+        padded = "\n" * offset + chunk
+        try:
+            module = self._parse(kind, padded, name)
+            self._apply(module)
+            output.write(self.output_resulting_program(module))
+            produced = None
+        except _CHUNK_ERRORS as err:
+            produced = self._diagnostic(err)
+        if not self.args.verify_diagnostics:
+            if produced is not None:
+                print(produced, file=sys.stderr)
+            return produced is None
+        mismatches = check_expected(expected_diagnostics(padded, name),
+                                    [] if produced is None else [produced], name)
+        for line in mismatches:
+            print(line, file=sys.stderr)
+        return not mismatches
+
+    def _read_input(self) -> tuple[str, str]:
+        from qgc import driver
+        path = self.args.input_file or "-"
+        try:
+            text = driver.read_source(path)
+        except QgcError as err:
+            raise QgcError(str(err).removeprefix("error: "), 1) from None
+        return (driver.STDIN_NAME if path == "-" else path), text
+
+    def _input_kind(self, name: str, text: str) -> str:
+        """`ptx` or `mlir` (by -f, the suffix, or for stdin the text), or
+        another frontend xDSL registers that -f names."""
+        from qgc import driver
+        if self.args.frontend:
+            return self.args.frontend
+        path = "-" if name == driver.STDIN_NAME else name
+        try:
+            return driver.input_kind(path, text).removeprefix(".")
+        except QgcError as err:
+            raise QgcError(str(err).removeprefix("error: ").removesuffix(")")
+                           + "; -f ptx|mlir says which)", 1) from None
+
+    def _parse(self, kind: str, text: str, name: str) -> ModuleOp:
+        from qgc import driver
+        if kind == "ptx":
+            from qgc.frontend import parse_ptx
+            module = parse_ptx(text, name)
+        elif kind == "mlir":
+            from qgc.frontend.mlir import parse_mlir
+            module = parse_mlir(self.ctx, text, name)
+        else:    # another of xDSL's frontends
+            import io
+            module = self.parse_chunk(io.BytesIO(text.encode()), kind)
+        if not self.args.disable_verify:
+            driver.verify(module)
+        return module
+
+    def _apply(self, module: ModuleOp) -> None:
+        from qgc import driver
+        driver.apply(self.ctx, module, self.pipeline.passes, self.dumps)
+
+    @staticmethod
+    def _diagnostic(err: Exception) -> str:
+        """`err` as one diagnostic: `file:L:C: error: ...` and its snippet, or `error: ...`."""
+        from qgc.diagnostics import at_op
+        if isinstance(err, ParseError):
+            where = err.span.get_location()
+            return at_op(None, f"{where}: error: {err.msg}")
+        return at_op(None, str(err).strip())
+
 
 def main(args: Sequence[str] | None = None) -> int:
-    from qgc.diagnostics import QgcError
     try:
-        QgcOptMain(args=args).run()
+        return QgcOptMain(args=args).run()
     except QgcError as err:
-        print(str(err), file=sys.stderr)
-        return err.status
-    except (Exception, ArgSpecParseError) as err:  # parse, verify and pipeline errors:
-        message = str(err).removeprefix("error: ")
-        print(f"qgc-opt: error: {message}", file=sys.stderr)  # one message, no traceback
+        print(f"qgc-opt: {_unlocated(str(err))}", file=sys.stderr)
         return 1
-    return 0
+    except (Exception, ArgSpecParseError) as err:  # xDSL's own errors, no traceback
+        print(f"qgc-opt: {_unlocated(str(err))}", file=sys.stderr)
+        return 1
+
+
+def _unlocated(message: str) -> str:
+    return message if message.startswith("error: ") else f"error: {message}"
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from qgc.diagnostics import QgcError
+from qgc.diagnostics import QgcError, with_snippet
 from qgc.dialects import ptx
 from qgc.dialects.ptx import Addr, Imm, Reg, Sym
 from qgc.runtime import float32 as F
@@ -34,10 +34,11 @@ ORDERING = {"weak", "volatile", "relaxed", "acquire", "release", "acq_rel", "mmi
 
 
 class UnsupportedError(QgcError):
-    """An instruction or form the reference engine does not implement (status 2)."""
+    """An instruction or form the reference engine does not implement (status 2),
+    shown with its source line and a caret."""
 
     def __init__(self, message: str):
-        super().__init__(message, status=2)
+        super().__init__(with_snippet(message), status=2)
 
 
 def mask(bits: int) -> int:
