@@ -204,20 +204,20 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     fits: list[tuple[int, int]] = []            # (layers, index of the budget)
     closest: _Overflow | None = None
     held = None                                 # the budget of the schedule in place
-    tries = progress(enumerate(_BUDGETS), desc=f"scheduling {program.program_name}",
-                     total=len(_BUDGETS), unit="try")
-    for n, budget in tries:
-        try:
-            _schedule(program, hidden, intermediate, heads, budget)
-        except _Overflow as err:
-            closest = err if closest is None or err.need < closest.need else closest
-            held = None
-            continue
-        if program.limit("layers") <= _LAYER_GOAL:
-            tries.close()
-            return
-        fits.append((program.limit("layers"), n))
-        held = n
+    with progress(desc=f"scheduling {program.program_name}", total=len(_BUDGETS),
+                  unit="try") as tries:
+        for n, budget in enumerate(_BUDGETS):
+            tries.update()
+            try:
+                _schedule(program, hidden, intermediate, heads, budget)
+            except _Overflow as err:
+                closest = err if closest is None or err.need < closest.need else closest
+                held = None
+                continue
+            if program.limit("layers") <= _LAYER_GOAL:
+                return
+            fits.append((program.limit("layers"), n))
+            held = n
     if not fits:
         strip_schedule(program)
         assert closest is not None

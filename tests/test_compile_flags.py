@@ -4,11 +4,15 @@ refused before compiling when its directory cannot take the file."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import sys
+import time
+
+import pytest
 
 from conftest import EXAMPLES
-
 from qgc.cli import main
 
 DOT = EXAMPLES / "dot"
@@ -80,3 +84,24 @@ def test_output_into_a_missing_directory_is_refused_before_compiling(capsys, tmp
     assert err.startswith(f"error: cannot write '{target}'")
     assert "Execution time report" not in err          # refused before anything ran
     assert not target.parent.exists()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_long_step_shows_its_bar_on_a_terminal_only(monkeypatch, terminal):
+    """The bar appears once the step has run DELAY seconds and its clock
+    moves while one item takes long; scripts (no terminal) see nothing."""
+    import qgc.progress as P
+    stream = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(P, "DELAY", 0.05)
+    monkeypatch.setattr(P, "TICK", 0.05)
+    with P.progress(desc="scheduling k_step", total=2, unit="try") as bar:
+        time.sleep(0.3)                      # one long try, no update
+        bar.update()
+    shown = stream.getvalue()
+    assert ("qgc: scheduling k_step:   0%" in shown) == terminal, shown
