@@ -1,17 +1,37 @@
-"""Exit 0 when qgc is installed from this checkout with everything it needs."""
+"""Exit 0 when qgc is installed from this checkout with everything
+pyproject.toml asks for (its dependencies and the `test` extra, at the
+versions it names); `make install` installs otherwise."""
 
-import importlib
 import sys
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
-NEEDED = ("xdsl", "lark", "numpy", "transformers", "safetensors", "tqdm",
-          "pytest", "xdist", "hypothesis", "lit", "filecheck")
+from packaging.requirements import Requirement
 
-try:
-    for name in NEEDED:
-        importlib.import_module(name)
-    import qgc
-except ImportError:
-    sys.exit(1)
-here = Path(__file__).resolve().parents[1] / "qgc"
-sys.exit(0 if Path(qgc.__file__).resolve().parent == here else 1)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def requirements() -> list[Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return [Requirement(r) for r in
+            project["dependencies"] + project["optional-dependencies"]["test"]]
+
+
+def satisfied(req: Requirement) -> bool:
+    try:
+        return req.specifier.contains(metadata.version(req.name), prereleases=True)
+    except metadata.PackageNotFoundError:
+        return False
+
+
+def from_this_checkout() -> bool:
+    try:
+        import qgc
+    except ImportError:
+        return False
+    return Path(qgc.__file__).resolve().parent == ROOT / "qgc"
+
+
+if __name__ == "__main__":
+    sys.exit(0 if all(map(satisfied, requirements())) and from_this_checkout() else 1)
