@@ -1,6 +1,6 @@
 """Kernel launches (the launch JSON) and the result JSON.
 
-Two launch formats are accepted:
+Two launch formats are accepted (docs/launch.md):
 
 - DESIGN §3: ``{"kernel", "grid", "block", "args": [{"type": "s32*", "data": [...],
   "offset"?: k}, {"type": "s32", "value": 3}], "dynamic_shared_bytes"?}``;
@@ -8,8 +8,17 @@ Two launch formats are accepted:
   "ptr", elem, data, offset} | {name, kind: "scalar", type, value}],
   "dynamic_shared_bytes"}`` (its other keys — expected values, notes — are ignored).
 
-Validation is strict; every problem raises `LaunchError` naming the field, e.g.
-``launch.json: args[2].type: unknown type 'i32' (expected one of ...)``.
+The structure is checked against `launch.schema.json` (JSON Schema 2020-12, with
+the `jsonschema` library); what a schema cannot say — element values against
+their type, threads per block and per launch — is checked here. Every problem
+raises `LaunchError` naming the file and the field, e.g.
+``launch.json: error: args[2].type: unknown type 'i32' (expected one of ...)``.
+
+Limits, checked before an engine allocates anything: CUDA's (per-axis grid and
+block sizes, 1024 threads per block, 227 KiB of dynamic shared memory), at most
+`MAX_LAUNCH_THREADS` threads per launch, and each engine's step limit
+(`STEP_LIMITS`, `qgc run --max-steps N`): a launch runs at least one step per
+warp, so one with more warps than the limit is refused up front.
 """
 
 from __future__ import annotations
@@ -17,26 +26,57 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from qgc.diagnostics import QgcError
+from qgc.diagnostics import QgcError, format_diagnostic
 
 ELEMENT_TYPES = ("u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64", "f32")
 TYPE_SIZES = {t: int(t[1:]) // 8 for t in ELEMENT_TYPES}
 FLOAT_STRINGS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 MAX_BLOCK_THREADS = 1024
-
-_DESIGN_KEYS = {"kernel", "grid", "block", "args", "dynamic_shared_bytes"}
-_ARG_KEYS = {"type", "data", "value", "offset", "name"}
+#: qgc's engines are simulators: a launch of more threads is refused (grid × block).
+MAX_LAUNCH_THREADS = 1 << 20
+#: engine → (what one step is, the default limit `--max-steps` overrides).
+STEP_LIMITS = {"ref": ("warp instructions", 10_000_000), "simt": ("EXEC steps", 1_000_000),
+               "tensor": ("EXEC steps", 100_000), "model": ("EXEC steps", 100_000)}
+SCHEMA_PATH = Path(__file__).with_name("launch.schema.json")
 
 
 class LaunchError(QgcError):
-    """A malformed launch, or one that does not fit the kernel (exit status 2)."""
+    """A malformed launch, or one that does not fit the kernel or a limit (exit
+    status 2). With a `source` (the launch file) it reads ``FILE: error: ...``,
+    or ``FILE:LINE:COL: error: ...`` with the line and a caret where `line` is
+    known; engines raise it bare and `blame(launch)` names the file."""
 
-    def __init__(self, message: str):
-        super().__init__(message, status=2)
+    def __init__(self, message: str, source: str | None = None, line: int | None = None,
+                 column: int = 1, text: str | None = None):
+        self.message, self.source = message, source
+        if source is not None and line is not None:
+            shown = format_diagnostic(source, line, column, message, text)
+        else:
+            shown = f"{source}: error: {message}" if source is not None else message
+        super().__init__(shown, status=2)
+
+    def at(self, source: str) -> LaunchError:
+        """This error, named on `source` (unless it already names a file)."""
+        return self if self.source is not None else LaunchError(self.message, source)
+
+
+@contextmanager
+def blame(launch: Launch) -> Iterator[None]:
+    """Name the launch's file on the `LaunchError`s raised inside (an engine
+    checking the launch against a kernel does not know the file)."""
+    try:
+        yield
+    except LaunchError as err:
+        if launch.source is None:
+            raise
+        raise err.at(launch.source) from None
 
 
 @dataclass
@@ -58,153 +98,233 @@ class Arg:
 
 @dataclass
 class Launch:
-    """One kernel launch; `kernel` None means the module's only entry."""
+    """One kernel launch; `kernel` None means the module's only entry;
+    `source` names the launch in diagnostics (its file)."""
 
     kernel: str | None
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     args: list[Arg] = field(default_factory=list)
     dynamic_shared_bytes: int = 0
+    source: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def threads_per_block(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
 
+    @property
+    def ctas(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def warps(self, warp_size: int) -> int:
+        """The launch's warps: every CTA's threads in warps of `warp_size` lanes."""
+        return self.ctas * -(-self.threads_per_block // warp_size)
+
+
+def check_steps(launch: Launch, max_steps: int, step: str, warp_size: int) -> None:
+    """Refuse, before anything is allocated, a launch that cannot finish within
+    `max_steps` steps (`step`: what one is): every warp runs at least one."""
+    warps = launch.warps(warp_size)
+    if warps > max_steps:
+        raise LaunchError(
+            f"the launch needs at least {warps} {step}, one for each of its {warps} warps "
+            f"({launch.ctas} CTAs of {launch.threads_per_block} threads, {warp_size}-lane "
+            f"warps): past the limit of {max_steps} {step} (--max-steps {max_steps}) by "
+            f"{warps - max_steps}", launch.source)
+
+
+def step_limit_trap(max_steps: int, step: str, where: str = ""):
+    """The run-time error of a launch that ran past its step limit (status 3)."""
+    from qgc.runtime.memory import Trap
+    return Trap(f"error: the launch ran past the limit of {max_steps} {step} (--max-steps "
+                f"{max_steps}){where}; an endless loop?")
+
 
 def load_launch(source: str | Path | dict, name: str | None = None) -> Launch:
     """Read a launch from a dict, JSON text, or a path to a JSON file."""
-    where = name
     if isinstance(source, dict):
         obj: Any = source
-        where = where or "launch"
+        where = name or "launch"
     else:
-        text, where = _read_source(source, where)
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise LaunchError(f"{where}:{err.lineno}:{err.colno}: malformed JSON: {err.msg}") \
-                from None
-    return _Parser(where).launch(obj)
+        obj, where = read_json(source, name, "launch file")
+    problem = schema_problem(obj)
+    if problem is not None:
+        raise LaunchError(problem, where)
+    launch = _Parser(where).launch(obj)
+    launch.source = where
+    return launch
 
 
-def _read_source(source: str | Path, where: str | None) -> tuple[str, str]:
+def read_json(source: str | Path, name: str | None, what: str) -> tuple[Any, str]:
+    """The JSON value in a file (or in text that starts like JSON) and the name
+    diagnostics give it; a `LaunchError` for anything that is not JSON."""
     if isinstance(source, str) and source.lstrip().startswith(("{", "[")):
-        return source, where or "launch"
-    path = Path(source)
+        text, where = source, name or "launch"
+    else:
+        where = name or str(source)
+        try:
+            raw = Path(source).read_bytes()
+        except OSError as err:
+            raise LaunchError(f"cannot read the {what}: {err.strerror}", where) from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise LaunchError(f"the {what} is not UTF-8 text (byte 0x{raw[err.start]:02x} "
+                              f"at offset {err.start})", where) from None
     try:
-        return path.read_text(), where or str(source)
-    except OSError as err:
-        raise LaunchError(f"{source}: cannot read the launch file: {err.strerror}") from None
+        return json.loads(text), where
+    except json.JSONDecodeError as err:
+        raise LaunchError(f"malformed JSON: {err.msg}", where, err.lineno, err.colno,
+                          text) from None
+    except (ValueError, RecursionError) as err:   # a number past Python's digits, deep nesting
+        reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise LaunchError(f"malformed JSON: {reason}", where) from None
+
+
+# ------------------------------------------------------------------ the schema
+
+@cache
+def _validator():
+    from jsonschema import Draft202012Validator, validators
+
+    # JSON's 1.0 is a number, not an integer (the default checker takes it as one)
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: _is_int(value))
+    strict = validators.extend(Draft202012Validator, type_checker=checker)
+    return strict(json.loads(SCHEMA_PATH.read_text()))
+
+
+def schema_problem(obj: Any) -> str | None:
+    """The first thing `launch.schema.json` finds wrong with `obj`, in qgc's
+    words (``args[2].type: unknown type ...``), or None."""
+    from jsonschema.exceptions import best_match
+
+    try:
+        error = best_match(_validator().iter_errors(obj), key=_shallowest_first)
+    except RecursionError:
+        return "the launch is nested too deeply"
+    if error is None:
+        return None
+    return _in_our_words(error, obj)
+
+
+def _shallowest_first(error) -> int:
+    """The best error is the one nearest the root, by the field it names (a
+    missing or unknown field is one level below the object it belongs to),
+    the first in the schema's order among equals."""
+    names_a_field = error.validator in ("required", "additionalProperties")
+    return -(len(error.path) + names_a_field)
+
+
+def _in_our_words(error, root: Any) -> str:
+    path = list(error.absolute_path)
+    schema = _resolved(error.schema)
+    instance = error.instance
+    if error.validator == "required":
+        missing = next(k for k in error.validator_value if k not in instance)
+        hint = _annotation(schema.get("properties", {}).get(missing), "x-missing") or \
+            _annotation(_defs().get(missing), "x-missing")
+        return f"{_field(path + [missing])}: missing" + (f" ({hint})" if hint else "")
+    if error.validator == "additionalProperties":
+        known = list(schema.get("properties", {}))
+        unknown = sorted(set(instance) - set(known))[0]
+        return f"{_field(path + [unknown])}: unknown field (expected {', '.join(known)})"
+    template = schema.get("x-messages", {}).get(error.validator)
+    prefix = f"{_field(path)}: " if path else ""
+    if template is not None:
+        parent = _at(root, path[:-1])
+        return prefix + template.format(instance=instance, shown=_show(instance),
+                                        limit=error.validator_value, parent=parent)
+    expected = schema.get("x-expected")
+    if expected is None:
+        return prefix + error.message
+    got = _kind(instance) if error.validator == "type" else _show(instance)
+    return f"{prefix}expected {expected}, got {got}"
+
+
+@cache
+def _defs() -> dict:
+    return _validator().schema["$defs"]
+
+
+def _resolved(schema: Any) -> dict:
+    """A subschema with the annotations of the definition it refers to."""
+    if not isinstance(schema, dict):
+        return {}
+    ref = schema.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        return {**_resolved(_defs()[ref.removeprefix("#/$defs/")]), **schema}
+    return schema
+
+
+def _annotation(schema: Any, key: str) -> str | None:
+    return _resolved(schema).get(key)
+
+
+def _at(root: Any, path: list) -> Any:
+    for key in path:
+        root = root[key]
+    return root
+
+
+def _field(path: list) -> str:
+    text = ""
+    for key in path:
+        text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else str(key))
+    return text
 
 
 class _Parser:
+    """The launch from JSON the schema accepted: every value checked against
+    its element type, threads per block and per launch against their limits."""
+
     def __init__(self, where: str):
         self.where = where
 
     def error(self, field_name: str, message: str) -> LaunchError:
-        prefix = f"{self.where}: {field_name}: " if field_name else f"{self.where}: "
-        return LaunchError(prefix + message)
+        return LaunchError(f"{field_name}: {message}" if field_name else message, self.where)
 
-    def launch(self, obj: Any) -> Launch:
-        if not isinstance(obj, dict):
-            raise self.error("", f"expected a JSON object, got {_kind(obj)}")
-        suite = "params" in obj
-        if not suite:
-            unknown = sorted(set(obj) - _DESIGN_KEYS)
-            if unknown:
-                raise self.error(unknown[0], "unknown field (expected kernel, grid, block, "
-                                 "args, dynamic_shared_bytes)")
-            if "args" not in obj:
-                raise self.error("args", "missing (the kernel's arguments, in parameter order)")
-        kernel = obj.get("kernel")
-        if kernel is not None and (not isinstance(kernel, str) or not kernel):
-            raise self.error("kernel", f"expected the name of a kernel, got {_kind(kernel)}")
-        grid = self.dims(obj, "grid")
-        block = self.dims(obj, "block")
-        if block[0] * block[1] * block[2] > MAX_BLOCK_THREADS:
-            raise self.error("block", f"{block[0]}x{block[1]}x{block[2]} threads exceed "
-                             f"CUDA's limit of {MAX_BLOCK_THREADS} threads per block")
-        dyn = obj.get("dynamic_shared_bytes", 0)
-        if not _is_int(dyn) or dyn < 0:
-            raise self.error("dynamic_shared_bytes",
-                             f"expected a non-negative integer, got {_show(dyn)}")
-        args = self.params(obj["params"]) if suite else self.args(obj["args"])
-        return Launch(kernel, grid, block, args, dyn)
+    def launch(self, obj: dict) -> Launch:
+        grid, block = self.dims(obj["grid"]), self.dims(obj["block"])
+        threads = block[0] * block[1] * block[2]
+        if threads > MAX_BLOCK_THREADS:
+            raise self.error("block", f"{_spell(block)} threads exceed CUDA's limit of "
+                             f"{MAX_BLOCK_THREADS} threads per block")
+        total = threads * grid[0] * grid[1] * grid[2]
+        if total > MAX_LAUNCH_THREADS:
+            raise self.error("", f"the launch has {total} threads ({_spell(grid)} CTAs of "
+                             f"{_spell(block)} threads), past qgc's limit of "
+                             f"{MAX_LAUNCH_THREADS} threads per launch by "
+                             f"{total - MAX_LAUNCH_THREADS}")
+        if "params" in obj:
+            args = [self.param(p, f"params[{i}]") for i, p in enumerate(obj["params"])]
+        else:
+            args = [self.arg(a, f"args[{i}]") for i, a in enumerate(obj["args"])]
+        return Launch(obj.get("kernel"), grid, block, args, obj.get("dynamic_shared_bytes", 0))
 
-    def dims(self, obj: dict, key: str) -> tuple[int, int, int]:
-        if key not in obj:
-            raise self.error(key, "missing (1 to 3 positive integers)")
-        value = obj[key]
-        if _is_int(value):
-            value = [value]
-        if not isinstance(value, list) or not 1 <= len(value) <= 3:
-            raise self.error(key, f"expected 1 to 3 positive integers, got {_show(value)}")
-        for i, v in enumerate(value):
-            if not _is_int(v) or v < 1:
-                raise self.error(f"{key}[{i}]", f"expected a positive integer, got {_show(v)}")
-        limit = (2**31 - 1, 65535, 65535) if key == "grid" else (1024, 1024, 64)
-        for i, v in enumerate(value):
-            if v > limit[i]:
-                raise self.error(f"{key}[{i}]", f"{v} exceeds CUDA's limit of {limit[i]}")
-        padded = list(value) + [1] * (3 - len(value))
+    @staticmethod
+    def dims(value: int | list[int]) -> tuple[int, int, int]:
+        padded = ([value] if _is_int(value) else list(value)) + [1, 1]
         return padded[0], padded[1], padded[2]
 
-    # ------------------------------------------------------------ DESIGN format
-    def args(self, items: Any) -> list[Arg]:
-        if not isinstance(items, list):
-            raise self.error("args", f"expected a list of arguments, got {_kind(items)}")
-        return [self.arg(item, f"args[{i}]") for i, item in enumerate(items)]
+    def arg(self, item: dict, path: str) -> Arg:
+        spelled, name = item["type"], item.get("name")
+        if spelled.endswith("*"):
+            return self.buffer(spelled[:-1], item, path, name)
+        return Arg(spelled, False, value=self.scalar(spelled, item["value"], f"{path}.value"),
+                   name=name)
 
-    def arg(self, item: Any, path: str) -> Arg:
-        if not isinstance(item, dict):
-            raise self.error(path, f"expected an object, got {_kind(item)}")
-        unknown = sorted(set(item) - _ARG_KEYS)
-        if unknown:
-            raise self.error(f"{path}.{unknown[0]}", "unknown field (expected type, data, "
-                             "value, offset)")
-        if "type" not in item:
-            raise self.error(f"{path}.type", "missing")
-        spelled = item["type"]
-        if not isinstance(spelled, str):
-            raise self.error(f"{path}.type", f"expected a type name, got {_kind(spelled)}")
-        pointer = spelled.endswith("*")
-        elem = self.elem_type(spelled[:-1] if pointer else spelled, f"{path}.type", spelled)
+    def param(self, item: dict, path: str) -> Arg:
         name = item.get("name")
-        if name is not None and not isinstance(name, str):
-            raise self.error(f"{path}.name", f"expected a string, got {_kind(name)}")
-        if pointer:
-            if "value" in item:
-                raise self.error(f"{path}.value", "a pointer argument takes 'data', not 'value'")
-            return self.buffer(elem, item, path, "data", name)
-        if "data" in item or "offset" in item:
-            key = "data" if "data" in item else "offset"
-            raise self.error(f"{path}.{key}", f"a scalar argument takes 'value' "
-                             f"(use '{elem}*' for a buffer)")
-        if "value" not in item:
-            raise self.error(f"{path}.value", "missing")
+        if item["kind"] == "ptr":
+            return self.buffer(item["elem"], item, path, name)
+        elem = item["type"]
         return Arg(elem, False, value=self.scalar(elem, item["value"], f"{path}.value"),
                    name=name)
 
-    def elem_type(self, text: str, path: str, spelled: str | None = None) -> str:
-        if text not in ELEMENT_TYPES:
-            shown = spelled if spelled is not None else text
-            raise self.error(path, f"unknown type '{shown}' (expected one of "
-                             f"{' '.join(ELEMENT_TYPES)}, with '*' for a pointer)")
-        return text
-
-    def buffer(self, elem: str, item: dict, path: str, key: str, name: str | None) -> Arg:
-        if key not in item:
-            raise self.error(f"{path}.{key}", "missing (the buffer's initial contents)")
-        data = item[key]
-        if not isinstance(data, list):
-            raise self.error(f"{path}.{key}", f"expected a list of {elem} values, "
-                             f"got {_kind(data)}")
-        values = [self.scalar(elem, v, f"{path}.{key}[{i}]") for i, v in enumerate(data)]
-        offset = item.get("offset", 0)
-        if not _is_int(offset) or abs(offset) > 1 << 24:
-            raise self.error(f"{path}.offset", f"expected an integer element offset, "
-                             f"got {_show(offset)}")
-        return Arg(elem, True, data=values, offset=offset, name=name)
+    def buffer(self, elem: str, item: dict, path: str, name: str | None) -> Arg:
+        values = [self.scalar(elem, v, f"{path}.data[{i}]") for i, v in enumerate(item["data"])]
+        return Arg(elem, True, data=values, offset=item.get("offset", 0), name=name)
 
     def scalar(self, elem: str, value: Any, path: str) -> int | float:
         if elem == "f32":
@@ -215,7 +335,7 @@ class _Parser:
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if elem[0] == "s" \
             else (0, (1 << bits) - 1)
         if not lo <= value <= hi:
-            raise self.error(path, f"{value} does not fit {elem} ({lo}..{hi})")
+            raise self.error(path, f"{_show(value)} does not fit {elem} ({lo}..{hi})")
         return value
 
     def f32_value(self, value: Any, path: str) -> float:
@@ -228,41 +348,13 @@ class _Parser:
             x = float(value)
             struct.pack("<f", x)
         except (OverflowError, ValueError):
-            raise self.error(path, f"{value} does not fit f32 (largest finite magnitude "
-                             "3.4028235e+38)") from None
+            raise self.error(path, f"{_show(value)} does not fit f32 (largest finite "
+                             "magnitude 3.4028235e+38)") from None
         return x
 
-    # ------------------------------------------------------------ suite format
-    def params(self, items: Any) -> list[Arg]:
-        if not isinstance(items, list):
-            raise self.error("params", f"expected a list of parameters, got {_kind(items)}")
-        return [self.param(item, f"params[{i}]") for i, item in enumerate(items)]
 
-    def param(self, item: Any, path: str) -> Arg:
-        if not isinstance(item, dict):
-            raise self.error(path, f"expected an object, got {_kind(item)}")
-        name = item.get("name")
-        if name is not None and not isinstance(name, str):
-            raise self.error(f"{path}.name", f"expected a string, got {_kind(name)}")
-        kind = item.get("kind")
-        if kind == "ptr":
-            if "elem" not in item:
-                raise self.error(f"{path}.elem", "missing")
-            elem = self.elem_type(_str_or(item["elem"]), f"{path}.elem")
-            return self.buffer(elem, item, path, "data", name)
-        if kind == "scalar":
-            if "type" not in item:
-                raise self.error(f"{path}.type", "missing")
-            elem = self.elem_type(_str_or(item["type"]), f"{path}.type")
-            if "value" not in item:
-                raise self.error(f"{path}.value", "missing")
-            return Arg(elem, False, value=self.scalar(elem, item["value"], f"{path}.value"),
-                       name=name)
-        raise self.error(f"{path}.kind", f"expected \"ptr\" or \"scalar\", got {_show(kind)}")
-
-
-def _str_or(value: Any) -> str:
-    return value if isinstance(value, str) else repr(value)
+def _spell(dims: tuple[int, int, int]) -> str:
+    return "x".join(map(str, dims))
 
 
 def _is_int(value: Any) -> bool:
@@ -279,17 +371,17 @@ def _kind(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):
-        return f"the string {json.dumps(value)}"
+        return f"the string {_show(value)}"
     if isinstance(value, int | float):
-        return f"the number {value}"
+        return f"the number {_show(value)}"
     return type(value).__name__
 
 
 def _show(value: Any) -> str:
     try:
         text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        text = f"a {type(value).__name__}"
     return text if len(text) <= 40 else text[:37] + "..."
 
 

@@ -30,7 +30,16 @@ from dataclasses import dataclass, field
 from xdsl.dialects import builtin
 
 from qgc.dialects import ptx
-from qgc.runtime.launch import TYPE_SIZES, Arg, Launch, LaunchError, select_kernel
+from qgc.runtime.launch import (
+    STEP_LIMITS,
+    TYPE_SIZES,
+    Arg,
+    Launch,
+    LaunchError,
+    check_steps,
+    select_kernel,
+    step_limit_trap,
+)
 from qgc.runtime.memory import (
     AddressSpace,
     Layout,
@@ -62,7 +71,7 @@ __all__ = ["LaunchError", "RefResult", "Trap", "UnsupportedError", "compile_kern
            "run_ref"]
 
 RUN, WAIT, DONE = 0, 1, 2
-DEFAULT_MAX_STEPS = 10_000_000
+STEP, DEFAULT_MAX_STEPS = STEP_LIMITS["ref"]
 
 
 @dataclass
@@ -451,8 +460,10 @@ def _pick(warp: list[Thread]) -> list[Thread] | None:
     return group
 
 
-def run_cta(cta: Cta, steps: list[Callable], budget: int) -> tuple[int, int]:
-    """Run one CTA to completion; returns (warp steps, thread instructions)."""
+def run_cta(cta: Cta, steps: list[Callable], budget: int, max_steps: int | None = None
+            ) -> tuple[int, int]:
+    """Run one CTA to completion within `budget` warp steps (what is left of
+    the launch's `max_steps`); returns (warp steps, thread instructions)."""
     warps = list(cta.warps)
     nsteps = ninst = 0
     exits = cta.exits
@@ -471,8 +482,8 @@ def run_cta(cta: Cta, steps: list[Callable], budget: int) -> tuple[int, int]:
                 raise Trap(cta.deadlock())
             break
         if nsteps > budget:
-            raise Trap(f"trap: ctaid {_xyz(cta.ctaid)} ran past the limit of {budget} warp "
-                       "instructions (an endless loop?)")
+            raise step_limit_trap(budget if max_steps is None else max_steps, STEP,
+                                  f" in ctaid {_xyz(cta.ctaid)}")
         if cta.exits != exits:
             exits = cta.exits
             warps = [w for w in warps if any(th.state != DONE for th in w)]
@@ -549,6 +560,7 @@ def run_ref(module: builtin.ModuleOp | ptx.ModuleOp, launch: Launch, warp_size: 
     """Run `launch` on the PTX in `module`; see the module docstring."""
     if warp_size < 1 or warp_size > 32 or warp_size & (warp_size - 1):
         raise LaunchError(f"warp size {warp_size} is not a power of two in 1..32")
+    check_steps(launch, max_steps, STEP, warp_size)
     pmod = find_ptx_module(module)
     entry = pick_entry(pmod, launch.kernel)
     program = compile_kernel(pmod, entry, warp_size)
@@ -563,7 +575,7 @@ def run_ref(module: builtin.ModuleOp | ptx.ModuleOp, launch: Launch, warp_size: 
     budget = max_steps
     for ctaid in _grid(launch.grid):
         cta = _make_cta(program, launch, ctaid, glob, const, param)
-        nsteps, ninst = run_cta(cta, program.steps, budget)
+        nsteps, ninst = run_cta(cta, program.steps, budget, max_steps)
         budget -= nsteps
         stats["ctas"] += 1
         stats["warps"] += cta.nwarps

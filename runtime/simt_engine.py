@@ -51,14 +51,18 @@ from qgc.dialects import simt
 from qgc.machine.abi import Layout, memory_layout, pick_kernel, read_buffers, shfl_source
 from qgc.machine.opcodes import ALU_OPCODES, ATOM_OPERATIONS, PRED_OPCODES, SETP_CONDITIONS
 from qgc.machine.shared_window import place_shared_variables
-from qgc.machine.warps import Residency, Warp, make_warps
-from qgc.runtime.launch import Launch
+from qgc.machine.warps import Residency, Warp, iter_warps
+from qgc.runtime.launch import STEP_LIMITS, Launch, check_steps, step_limit_trap
 from qgc.runtime.memory import Trap
 
 __all__ = ["SimtResult", "Trap", "run_simt"]
 
 M32 = 0xFFFF_FFFF
-DEFAULT_MAX_STEPS = 1_000_000
+STEP, DEFAULT_MAX_STEPS = STEP_LIMITS["simt"]
+#: Warp slots, as an SM's occupancy: a launch of more warps runs its CTAs as
+#: slots free (every CTA fits: 1024 threads are 256 warps), so memory does not
+#: grow with the grid.
+DEFAULT_RESIDENT_WARPS = 1024
 WORD_TYPES = ("u32", "s32", "f32")
 
 
@@ -361,9 +365,11 @@ def _exited(w: Warp) -> bool:
 
 
 def run_simt(module: Operation, launch: Launch, max_steps: int = DEFAULT_MAX_STEPS,
-             resident_warps: int | None = None) -> SimtResult:
+             resident_warps: int | None = DEFAULT_RESIDENT_WARPS) -> SimtResult:
     """Run `launch` on the `simt.kernel` in `module`; see the module docstring.
-    `resident_warps`: the warp slots (`Residency`; all warps at once if None)."""
+    `resident_warps`: the warp slots (`Residency`; all warps at once if None);
+    each CTA's warps are made when it enters them."""
+    check_steps(launch, max_steps, STEP, simt.LANES)
     kernel = pick_kernel(module, launch.kernel)
     if kernel.shared_vars is not None:     # selected, not yet laid out: lay out a copy
         kernel = kernel.clone()
@@ -373,9 +379,10 @@ def run_simt(module: Operation, launch: Launch, max_steps: int = DEFAULT_MAX_STE
     comp = _Compiler(kernel, layout, mem)
     blocks = [comp.block(b) for b in kernel.body.blocks]
     nregs, npreds = comp.sizes()
-    warps = make_warps(launch, nregs, npreds)
-    steps = 0
-    residency = Residency(warps, resident_warps)
+    per_cta = launch.warps(simt.LANES) // launch.ctas
+    per_warp_steps = [0] * launch.warps(simt.LANES)
+    steps = ops = 0
+    residency = Residency(iter_warps(launch, nregs, npreds), resident_warps)
     residency.admit(_exited)
     while live := [w for _, w in residency.resident() if not w.done]:
         ran = False
@@ -388,23 +395,23 @@ def run_simt(module: Operation, launch: Launch, max_steps: int = DEFAULT_MAX_STE
                 run(w)
             term(w)
             w.steps += 1
-            w.ops += len(body)
+            per_warp_steps[w.cta * per_cta + w.index] += 1
+            ops += len(body)
             steps += 1
         if steps > max_steps:
-            raise Trap(f"trap: the launch ran past the limit of {max_steps} EXEC steps "
-                       "(an endless loop?)")
+            raise step_limit_trap(max_steps, STEP)
         # an exited thread counts as arrived, so a CTA whose warps all wait is
         # released here: some warp always runs (no deadlock with one barrier)
-        released = _release_barriers(warps)
+        released = _release_barriers(live)
         assert ran or released
         residency.admit(_exited)
     buffers = read_buffers(launch, layout, mem.__getitem__)
     stats = {
         "exec_steps": steps,
-        "per_warp_steps": [w.steps for w in warps],
-        "warps": len(warps),
-        "ctas": launch.grid[0] * launch.grid[1] * launch.grid[2],
-        "ops": sum(w.ops for w in warps),
+        "per_warp_steps": per_warp_steps,
+        "warps": len(per_warp_steps),
+        "ctas": launch.ctas,
+        "ops": ops,
         "memory": layout.regions(kernel),
         "memory_words": layout.total,
     }

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from qgc import protocol as P
 from qgc.dialects import simt
 from qgc.machine.abi import memory_layout, read_buffers
-from qgc.machine.warps import Residency, Warp, make_warps
-from qgc.runtime.launch import Launch, LaunchError
+from qgc.machine.warps import Residency, Warp, iter_warps
+from qgc.runtime.launch import STEP_LIMITS, Launch, LaunchError, check_steps, step_limit_trap
 from qgc.runtime.memory import Trap
 
-DEFAULT_MAX_STEPS = 100_000
+STEP, DEFAULT_MAX_STEPS = STEP_LIMITS["tensor"]
 
 #: A stepper takes the next token of the stream and returns the token the
 #: machine names after it (its greedy continuation), or None where that is no
@@ -77,6 +77,15 @@ def _bytes(values: list[int]) -> int:
         raise LaunchError(f"the launch's geometry {values} does not fit the machine's "
                           "launch-area bytes (each value below 256)")
     return sum(v << (8 * i) for i, v in enumerate(values))
+
+
+def check_geometry(used: set[str], launch: Launch) -> None:
+    """Refuse up front a launch whose geometry, as far as the kernel reads it,
+    does not fit the launch area's bytes (`warp_words` would, CTAs later)."""
+    last = tuple(d - 1 for d in launch.grid), tuple(d - 1 for d in launch.block)
+    for name, dims in (("ctaid", last[0]), ("nctaid", launch.grid), ("ntid", launch.block),
+                       ("tid", last[1])):
+        _bytes([d if f"{name}.{a}" in used else 0 for a, d in zip("xyz", dims, strict=True)])
 
 
 def warp_words(used: set[str], launch: Launch, layout, warp) -> dict[str, int]:
@@ -169,10 +178,15 @@ def step_limit(vocab: P.Vocabulary) -> int:
 def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, stepper: Stepper,
               max_steps: int = DEFAULT_MAX_STEPS) -> TraceResult:
     """The launch through `stepper` (a token-level `Stepper`, or a machine
-    with `continue_with` such as the `generate` stepper)."""
+    with `continue_with` such as the `generate` stepper). CTAs are made as
+    they enter the warp slots; the launch is refused up front if it cannot fit
+    `max_steps` EXEC steps or the launch area."""
+    check_steps(launch, max_steps, STEP, simt.LANES)
+    used = specials_read(kernel)
+    check_geometry(used, launch)
     layout = memory_layout(kernel, launch)
-    residency = Residency(make_warps(launch, 0, 0), vocab.warps)
-    block: dict[Warp, int] = {}
+    residency = Residency(iter_warps(launch, 0, 0), vocab.warps)
+    block: dict[Warp, int] = {}          # each resident warp's next block
     exited = vocab.blocks
 
     def done(w: Warp) -> bool:
@@ -180,10 +194,12 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
 
     def enter() -> dict[int, int]:
         entered = residency.admit(done)
+        resident = {w for _, w in residency.resident()}
+        for w in [w for w in block if w not in resident]:   # their CTAs have left
+            del block[w]
         block.update((w, 0) for _, w in entered)
         return launch_area(used, launch, layout, entered)
 
-    used = specials_read(kernel)
     machine = stepper if hasattr(stepper, "continue_with") else TokenMachine(stepper)
     stream: list[P.Token] = []
     predicted: list[bool] = []
@@ -216,8 +232,7 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
             if end.bar:
                 held.add(w)
         if steps > max_steps:
-            raise Trap(f"trap: the launch ran past the limit of {max_steps} EXEC steps "
-                       "(an endless loop?)")
+            raise step_limit_trap(max_steps, STEP)
         release_barriers([w for _, w in live if not done(w)], held)
         for t in prompt(enter(), memory):     # the next CTAs' launch areas
             append(t, False)

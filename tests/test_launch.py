@@ -54,41 +54,41 @@ def test_from_text_and_path(tmp_path):
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda o: o["args"][2].update(type="i32*"),
-     "launch.json: args[2].type: unknown type 'i32*' (expected one of u8 s8 u16 s16 u32 "
+     "launch.json: error: args[2].type: unknown type 'i32*' (expected one of u8 s8 u16 s16 u32 "
      "s32 u64 s64 f32, with '*' for a pointer)"),
     (lambda o: o["args"][3].update(type="i32"),
-     "launch.json: args[3].type: unknown type 'i32' (expected one of"),
-    (lambda o: o.update(grid=[1, 0]), "launch.json: grid[1]: expected a positive integer, got 0"),
-    (lambda o: o.update(block=[1, 1, 1, 1]), "launch.json: block: expected 1 to 3 positive"),
-    (lambda o: o.update(block=[2048]), "launch.json: block[0]: 2048 exceeds CUDA's limit"),
-    (lambda o: o.update(block=[32, 32, 2]), "launch.json: block: 32x32x2 threads exceed"),
-    (lambda o: o.update(grid="4"), "launch.json: grid: expected 1 to 3 positive integers"),
-    (lambda o: o.pop("grid"), "launch.json: grid: missing"),
-    (lambda o: o.pop("args"), "launch.json: args: missing"),
-    (lambda o: o.update(gird=[1]), "launch.json: gird: unknown field"),
-    (lambda o: o.update(kernel=3), "launch.json: kernel: expected the name of a kernel"),
+     "launch.json: error: args[3].type: unknown type 'i32' (expected one of"),
+    (lambda o: o.update(grid=[1, 0]), "launch.json: error: grid[1]: expected a positive integer, got 0"),
+    (lambda o: o.update(block=[1, 1, 1, 1]), "launch.json: error: block: expected 1 to 3 positive"),
+    (lambda o: o.update(block=[2048]), "launch.json: error: block[0]: 2048 exceeds CUDA's limit"),
+    (lambda o: o.update(block=[32, 32, 2]), "launch.json: error: block: 32x32x2 threads exceed"),
+    (lambda o: o.update(grid="4"), "launch.json: error: grid: expected 1 to 3 positive integers"),
+    (lambda o: o.pop("grid"), "launch.json: error: grid: missing"),
+    (lambda o: o.pop("args"), "launch.json: error: args: missing"),
+    (lambda o: o.update(gird=[1]), "launch.json: error: gird: unknown field"),
+    (lambda o: o.update(kernel=3), "launch.json: error: kernel: expected the name of a kernel"),
     (lambda o: o.update(dynamic_shared_bytes=-1),
-     "launch.json: dynamic_shared_bytes: expected a non-negative integer, got -1"),
+     "launch.json: error: dynamic_shared_bytes: expected a non-negative integer, got -1"),
     (lambda o: o["args"][0].update(data=[1, 2**31]),
-     "launch.json: args[0].data[1]: 2147483648 does not fit s32 (-2147483648..2147483647)"),
+     "launch.json: error: args[0].data[1]: 2147483648 does not fit s32 (-2147483648..2147483647)"),
     (lambda o: o["args"][0].update(data=[1, 2.5]),
-     "launch.json: args[0].data[1]: expected an integer (s32), got 2.5"),
+     "launch.json: error: args[0].data[1]: expected an integer (s32), got 2.5"),
     (lambda o: o["args"][0].update(data=[True]),
-     "launch.json: args[0].data[0]: expected an integer (s32), got true"),
-    (lambda o: o["args"][0].update(data=3), "launch.json: args[0].data: expected a list"),
-    (lambda o: o["args"][0].pop("data"), "launch.json: args[0].data: missing"),
-    (lambda o: o["args"][0].update(value=3), "launch.json: args[0].value: a pointer argument"),
-    (lambda o: o["args"][0].update(offset="1"), "launch.json: args[0].offset: expected an"),
-    (lambda o: o["args"][3].pop("value"), "launch.json: args[3].value: missing"),
+     "launch.json: error: args[0].data[0]: expected an integer (s32), got true"),
+    (lambda o: o["args"][0].update(data=3), "launch.json: error: args[0].data: expected a list"),
+    (lambda o: o["args"][0].pop("data"), "launch.json: error: args[0].data: missing"),
+    (lambda o: o["args"][0].update(value=3), "launch.json: error: args[0].value: a pointer argument"),
+    (lambda o: o["args"][0].update(offset="1"), "launch.json: error: args[0].offset: expected an"),
+    (lambda o: o["args"][3].pop("value"), "launch.json: error: args[3].value: missing"),
     (lambda o: o["args"][3].update(value=-1, type="u32"),
-     "launch.json: args[3].value: -1 does not fit u32 (0..4294967295)"),
-    (lambda o: o["args"][3].update(data=[1]), "launch.json: args[3].data: a scalar argument"),
+     "launch.json: error: args[3].value: -1 does not fit u32 (0..4294967295)"),
+    (lambda o: o["args"][3].update(data=[1]), "launch.json: error: args[3].data: a scalar argument"),
     (lambda o: o["args"][3].update(type="f32", value="x"),
-     "launch.json: args[3].value: expected a number or \"nan\""),
+     "launch.json: error: args[3].value: expected a number or \"nan\""),
     (lambda o: o["args"][3].update(type="f32", value=1e39),
-     "launch.json: args[3].value: 1e+39 does not fit f32"),
-    (lambda o: o["args"][1].update(colour=1), "launch.json: args[1].colour: unknown field"),
-    (lambda o: o["args"].__setitem__(1, 5), "launch.json: args[1]: expected an object"),
+     "launch.json: error: args[3].value: 1e+39 does not fit f32"),
+    (lambda o: o["args"][1].update(colour=1), "launch.json: error: args[1].colour: unknown field"),
+    (lambda o: o["args"].__setitem__(1, 5), "launch.json: error: args[1]: expected an object"),
 ])
 def test_design_errors_name_the_field(mutate, message):
     obj = json.loads(json.dumps(DOT))
@@ -113,13 +113,13 @@ def test_suite_errors_name_the_field(param, message):
     obj = {"grid": [1], "block": [1], "params": [param]}
     with pytest.raises(LaunchError) as err:
         load_launch(obj, "k.json")
-    assert str(err.value).startswith("k.json: " + message), str(err.value)
+    assert str(err.value).startswith("k.json: error: " + message), str(err.value)
 
 
 def test_malformed_json_and_missing_file(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text('{"grid": [1],\n "block": [1,]}')
-    with pytest.raises(LaunchError, match=r"bad.json:2:\d+: malformed JSON"):
+    with pytest.raises(LaunchError, match=r"bad.json:2:\d+: error: malformed JSON"):
         load_launch(path)
     with pytest.raises(LaunchError, match="cannot read the launch file"):
         load_launch(tmp_path / "missing.json")

@@ -12,7 +12,7 @@ from qgc import driver
 from qgc.cli.common import add_base_flags, say
 from qgc.diagnostics import QgcError
 from qgc.pipeline import from_pass, stage, step_program, up_to
-from qgc.runtime.launch import format_result, load_launch
+from qgc.runtime.launch import STEP_LIMITS, blame, check_steps, format_result, load_launch
 
 ENGINES = ("ref", "simt", "tensor", "model")
 #: engine → the stage whose IR it executes; engines missing here do not exist yet.
@@ -27,6 +27,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", choices=ENGINES, default="ref")
     p.add_argument("--warp-size", type=int, default=4, help="lanes per warp (ref engine)")
     p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    p.add_argument("--max-steps", type=_positive, metavar="N",
+                   help="stop a launch past N steps (warp instructions on ref, EXEC steps "
+                        "otherwise; default: " + ", ".join(
+                            f"{n} on {e}" for e, (_, n) in STEP_LIMITS.items()) + ")")
+    p.add_argument("--expect", metavar="FILE",
+                   help="compare the buffers with an expected-result file bit for bit "
+                        "(docs/launch.md); exit status 1 at the first difference")
     add_base_flags(p)
     g = p.add_argument_group("model engine")
     g.add_argument("--model", metavar="DIR", help="run on a checkpoint `qgc build` wrote")
@@ -54,31 +61,48 @@ def command(args: argparse.Namespace) -> int:
     if args.engine == "simt" and args.warp_size != 4:
         raise QgcError("error: the simt engine runs warps of 4 lanes (--warp-size 4)", status=2)
     launch = load_launch(Path(args.launch))
-    if args.engine == "model":    # compiles for its base config (or runs a built checkpoint)
-        print(format_result(run_model(args, launch).buffers))
-        return 0
-    ctx, module = driver.load(args.input)
-    if args.engine == "simt":
-        result = _run_simt(ctx, module, launch)
-    elif args.engine == "tensor":
-        result = _run_tensor(ctx, module, launch)
-    else:
-        from qgc.runtime.ref import run_ref
-        driver.apply(ctx, module, stage("ptx"))
-        result = run_ref(module, launch, warp_size=args.warp_size)
-    print(format_result(result.buffers))
+    step, default_steps = STEP_LIMITS[args.engine]
+    args.max_steps = args.max_steps or default_steps
+    warp_size = args.warp_size if args.engine == "ref" else 4
+    with blame(launch):    # the engines check the launch against the kernel
+        check_steps(launch, args.max_steps, step, warp_size)    # before compiling
+        buffers = _run(args, launch)
+    print(format_result(buffers), flush=True)
+    if args.expect:
+        from qgc.runtime.expected import check_expected
+        count = check_expected(args.expect, launch, buffers, warp_size)
+        say(f"{count} buffer{'s' if count != 1 else ''} equal to {args.expect}")
     return 0
 
 
-def _run_simt(ctx, module, launch):
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return int(text)
+
+
+def _run(args: argparse.Namespace, launch) -> list[list | None]:
+    if args.engine == "model":    # compiles for its base config (or runs a built checkpoint)
+        return run_model(args, launch).buffers
+    ctx, module = driver.load(args.input)
+    if args.engine == "simt":
+        return _run_simt(ctx, module, launch, args.max_steps).buffers
+    if args.engine == "tensor":
+        return _run_tensor(ctx, module, launch, args.max_steps).buffers
+    from qgc.runtime.ref import run_ref
+    driver.apply(ctx, module, stage("ptx"))
+    return run_ref(module, launch, warp_size=args.warp_size, max_steps=args.max_steps).buffers
+
+
+def _run_simt(ctx, module, launch, max_steps: int):
     from qgc.dialects.simt import kernels_of
     from qgc.runtime.simt_engine import run_simt
     if not kernels_of(module):  # PTX (or ptx IR) in: compile it to the machine first
         driver.apply(ctx, module, stage("simt"))
-    return run_simt(module, launch)
+    return run_simt(module, launch, max_steps)
 
 
-def _run_tensor(ctx, module, launch):
+def _run_tensor(ctx, module, launch, max_steps: int):
     from qgc.dialects import tensor
     from qgc.dialects.simt import kernels_of
     from qgc.machine.abi import pick_kernel
@@ -93,7 +117,7 @@ def _run_tensor(ctx, module, launch):
     kernel = pick_kernel(module, launch.kernel)
     program = step_program(module, kernel)
     vocab = vocabulary_of(program)
-    return run_trace(kernel, vocab, launch, tensor_stepper(program, vocab))
+    return run_trace(kernel, vocab, launch, tensor_stepper(program, vocab), max_steps)
 
 
 # ------------------------------------------------------------------ --engine model
@@ -121,10 +145,12 @@ def run_model(args: argparse.Namespace, launch):
     with recorder:
         if args.replay:
             from qgc.runtime.model_engine import replay_check
-            result = run_trace(kernel, vocab, launch, tensor_stepper(program, vocab))
+            result = run_trace(kernel, vocab, launch, tensor_stepper(program, vocab),
+                               args.max_steps)
             replay_check(model, vocab, base_vocab, result.tokens, result.predicted)
         else:
-            result = run_trace(kernel, vocab, launch, _stepper(args, model, vocab, base_vocab))
+            result = run_trace(kernel, vocab, launch, _stepper(args, model, vocab, base_vocab),
+                               args.max_steps)
     seconds = time.perf_counter() - start
     st = result.stats
     mode = "replay" if args.replay else "generate" if args.generate else "decode"

@@ -9,7 +9,7 @@ agree.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from qgc.dialects import simt
 from qgc.runtime.launch import Launch, LaunchError
@@ -77,19 +77,37 @@ def _grid(grid: tuple[int, int, int]) -> Iterator[tuple[int, int, int]]:
                 yield (x, y, z)
 
 
-def make_warps(launch: Launch, nregs: int, npreds: int) -> list[Warp]:
-    """Every CTA's warps, CTAs in grid order (x fastest)."""
-    warps: list[Warp] = []
+def iter_warps(launch: Launch, nregs: int, npreds: int) -> Iterator[Warp]:
+    """Every CTA's warps, CTAs in grid order (x fastest), each made when asked
+    for: a launch's warps never all exist at once unless all are resident."""
     bx, by, _ = launch.block
     n = launch.threads_per_block
+    tids = [(i % bx, (i // bx) % by, i // (bx * by)) for i in range(n)]
     for cta, ctaid in enumerate(_grid(launch.grid)):
-        tids = [(i % bx, (i // bx) % by, i // (bx * by)) for i in range(n)]
         for w in range(0, n, simt.LANES):
             lanes: list[tuple[int, int, int] | None] = list(tids[w:w + simt.LANES])
             lanes += [None] * (simt.LANES - len(lanes))
-            warps.append(Warp(w // simt.LANES, ctaid, lanes, nregs, npreds, launch.block,
-                              launch.grid, cta))
-    return warps
+            yield Warp(w // simt.LANES, ctaid, lanes, nregs, npreds, launch.block,
+                       launch.grid, cta)
+
+
+def make_warps(launch: Launch, nregs: int, npreds: int) -> list[Warp]:
+    """Every CTA's warps, CTAs in grid order (x fastest)."""
+    return list(iter_warps(launch, nregs, npreds))
+
+
+def _ctas(warps: Iterable[Warp]) -> Iterator[list[Warp]]:
+    """The unfinished warps of each CTA, CTA by CTA (warps come in grid order)."""
+    cta: list[Warp] = []
+    for w in warps:
+        if w.done:
+            continue
+        if cta and w.cta != cta[0].cta:
+            yield cta
+            cta = []
+        cta.append(w)
+    if cta:
+        yield cta
 
 
 class Residency:
@@ -97,19 +115,26 @@ class Residency:
     enter in grid order, each taking the lowest free slots, as soon as enough
     slots are free; a CTA's slots free once all its warps have exited. The
     `simt` engine and the host of the token protocol both schedule by it, so
-    their warp orders, and so the orders of atomics, agree."""
+    their warp orders, and so the orders of atomics, agree. `warps` may be a
+    generator (`iter_warps`): a CTA's warps are taken from it when it enters;
+    `slots` None holds every warp at once."""
 
-    def __init__(self, warps: list[Warp], slots: int | None):
-        ctas: dict[int, list[Warp]] = {}
-        for w in warps:
-            if not w.done:
-                ctas.setdefault(w.cta, []).append(w)
-        self.pending = list(ctas.values())
-        largest = max((len(c) for c in self.pending), default=0)
-        if slots is not None and largest > slots:
-            raise LaunchError(f"a CTA of the launch has {largest} warps; the machine holds "
-                              f"{slots} warps (option max-warps)")
-        self.held: list[Warp | None] = [None] * (slots or sum(map(len, self.pending)))
+    def __init__(self, warps: Iterable[Warp], slots: int | None):
+        self.pending = _ctas(warps)
+        self.next = next(self.pending, None)
+        self.slots = slots
+        self._check_fits(self.next)
+        self.held: list[Warp | None] = []
+
+    def _check_fits(self, cta: list[Warp] | None) -> None:
+        if cta is not None and self.slots is not None and len(cta) > self.slots:
+            raise LaunchError(f"a CTA of the launch has {len(cta)} warps; the machine holds "
+                              f"{self.slots} warps (option max-warps)")
+
+    def _room_for(self, cta: list[Warp]) -> bool:
+        if self.slots is None:
+            return True
+        return len(cta) <= self.held.count(None) + self.slots - len(self.held)
 
     def admit(self, done: Callable[[Warp], bool]) -> list[tuple[int, Warp]]:
         """Free the slots of CTAs whose warps have all exited, then let in
@@ -123,11 +148,15 @@ class Residency:
                 for s in slots:
                     self.held[s] = None
         entered: list[tuple[int, Warp]] = []
-        while self.pending and len(self.pending[0]) <= self.held.count(None):
-            for w in self.pending.pop(0):
-                slot = self.held.index(None)
+        while self.next is not None and self._room_for(self.next):
+            for w in self.next:
+                slot = self.held.index(None) if None in self.held else len(self.held)
+                if slot == len(self.held):
+                    self.held.append(None)
                 self.held[slot] = w
                 entered.append((slot, w))
+            self.next = next(self.pending, None)
+            self._check_fits(self.next)
         return entered
 
     def resident(self) -> list[tuple[int, Warp]]:
