@@ -31,7 +31,6 @@ from qgc.pipeline import (
 )
 from qgc.timing import Timing
 
-
 #: The name diagnostics give the standard input, as MLIR's tools do.
 STDIN_NAME = "<stdin>"
 _FRONTENDS = (".ptx", ".mlir")

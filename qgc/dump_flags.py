@@ -4,6 +4,7 @@ without the prefix), and the DumpOptions they ask for."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from qgc.pipeline import DumpOptions, check_pass_names
@@ -27,4 +28,4 @@ def dump_options(args: argparse.Namespace) -> DumpOptions:
         before_all=args.print_ir_before_all, after_all=args.print_ir_after_all,
         before=set(args.print_ir_before), after=set(args.print_ir_after),
         tree_dir=Path(args.print_ir_tree_dir) if args.print_ir_tree_dir else None,
-        debuginfo=args.print_debuginfo)
+        debuginfo=args.print_debuginfo, stream=sys.stderr)   # the stderr of now, not of import

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from qgc.diagnostics import Diagnostic, SourcePosition, format_diagnostic
 
 _SPLIT_MARKER = re.compile(r"^// -----")
-_EXPECTED = re.compile(r"//\s*expected-(?P<severity>error|warning|note|remark)"
+_EXPECTED = re.compile(r"expected-(?P<severity>error|warning|note|remark)"
                        r"(?:@(?P<where>[+-]?\d+|unknown))?\s*\{\{(?P<message>.*?)\}\}")
 
 
@@ -59,7 +59,8 @@ def expected_diagnostics(text: str, filename: str) -> list[Expected]:
     """The `expected-*` comments of `text` (lines numbered as in the file)."""
     found = []
     for number, line in enumerate(text.splitlines(), start=1):
-        for m in _EXPECTED.finditer(line):
+        comment = line.find("//")
+        for m in _EXPECTED.finditer(line, comment) if comment >= 0 else ():
             where = m["where"]
             if where is None:
                 target = number

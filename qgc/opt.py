@@ -23,10 +23,9 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qgc import __version__
+from qgc.diagnostics import QgcError
 from qgc.dialects import get_all_dialects
 from qgc.passes import get_all_passes
-
-from qgc.diagnostics import QgcError
 
 #: What a chunk's failure raises: each is one diagnostic.
 _CHUNK_ERRORS = (QgcError, DiagnosticException, ParseError)

@@ -1,10 +1,11 @@
 // Spilling cannot help an op that reads more registers at once than the machine
 // has: bfi reads four. The error names the op's location and what it needs.
-// RUN: not qgc-opt %s -p 'simt-allocate-registers{regs=3}' 2>&1 | filecheck %s
+// RUN: qgc-opt %s -p 'simt-allocate-registers{regs=3}' --verify-diagnostics
 // With four, the one value live across it is spilled.
 // RUN: qgc-opt %s -p 'simt-allocate-registers{regs=4}' | filecheck %s --check-prefix=FITS
 
 builtin.module {
+  // expected-error@+1 {{kernel 'k' needs 4 registers per lane at k.ptx:9:2 even after spilling, the machine has 3 (option regs)}}
   simt.kernel @k(ptr a) lanes 4 mem_words 128 {
     simt.ld v0, param[0] loc("k.ptx":3:2)
     simt.special v6, "ctaid.x" loc("k.ptx":3:2)
@@ -19,5 +20,4 @@ builtin.module {
   }
 }
 
-// CHECK: error: kernel 'k' needs 4 registers per lane at k.ptx:9:2 even after spilling, the machine has 3 (option regs)
 // FITS: simt.kernel @k(ptr a) lanes 4 mem_words 128 spill_words 1 regs 4 spilled 1 preds 8 {

@@ -2,9 +2,10 @@
 // guarded write to a fresh register does not keep it alive before.
 // RUN: qgc-opt %s -p simt-allocate-registers | filecheck %s
 // With one register, spilling cannot help: simt.setp reads two at once.
-// RUN: not qgc-opt %s -p 'simt-allocate-registers{regs=1}' 2>&1 | filecheck %s --check-prefix=REGS
+// RUN: qgc-opt %s -p 'simt-allocate-registers{regs=1}' --verify-diagnostics
 
 builtin.module {
+  // expected-error@+1 {{even after spilling, the machine has 1 (option regs)}}
   simt.kernel @k(ptr a, u32 n) lanes 4 mem_words 128 {
     simt.ld v0, param[0]
     simt.ld v1, param[1]
@@ -24,5 +25,3 @@ builtin.module {
 // CHECK-NEXT:   simt.alu "add" r0, r0, r2 guard !p0
 // CHECK-NEXT:   simt.st global[r0 + 0], r2 buffer 0 guard !p0
 // CHECK-NEXT:   simt.exit
-
-// REGS: error: kernel 'k' needs 2 registers per lane at 'simt.setp' even after spilling, the machine has 1 (option regs)

@@ -1,8 +1,9 @@
 // Fuse the chain, then split it into blocks of at most max-ops ops.
 // RUN: qgc-opt %s -p 'simt-form-blocks{max-ops=2}' | filecheck %s
-// RUN: not qgc-opt %s -p 'simt-form-blocks{max-ops=1 max-blocks=3}' 2>&1 | filecheck %s --check-prefix=BLOCKS
+// RUN: qgc-opt %s -p 'simt-form-blocks{max-ops=1 max-blocks=3}' --verify-diagnostics
 
 builtin.module {
+  // expected-error@+1 {{kernel 'k' needs 5 blocks, the machine has 3 (option max-blocks)}}
   simt.kernel @k(ptr a) lanes 4 mem_words 128 {
     simt.ld v0, param[0]
     simt.special v1, "tid.x"
@@ -31,5 +32,3 @@ builtin.module {
 // CHECK-NEXT:   simt.alu "mov" v3, 7
 // CHECK-NEXT:   simt.exit
 // CHECK-NEXT: }
-
-// BLOCKS: error: kernel 'k' needs 5 blocks, the machine has 3 (option max-blocks)

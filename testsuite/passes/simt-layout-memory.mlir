@@ -7,9 +7,10 @@
 // A laid-out kernel is left alone.
 // RUN: qgc-opt %s -p simt-layout-memory,simt-layout-memory | filecheck %s
 // The tensor level needs the layout.
-// RUN: not qgc-opt %s -p 'simt-allocate-registers,convert-simt-to-tensor' 2>&1 | filecheck %s --check-prefix=NOLAYOUT
+// RUN: qgc-opt %s -p 'simt-allocate-registers,convert-simt-to-tensor' --verify-diagnostics
 
 builtin.module {
+  // expected-error@+1 {{kernel 'k' has .shared variables without a layout; run simt-layout-memory before convert-simt-to-tensor}}
   simt.kernel @k(ptr a) lanes 4 mem_words 128 shared_vars (flag: 4 align 4, tile: 24 align 16, dyn: extern align 8, "s.x": 2 align 4) {
     simt.special v0, "tid.x"
     simt.setp "eq" vp0, v0, 0
@@ -45,5 +46,3 @@ builtin.module {
 // CHECK-NEXT:   simt.alu "mov" v7, 48
 // CHECK-NEXT:   simt.st shared[v7 + 0], v6
 // CHECK-NEXT:   simt.exit
-
-// NOLAYOUT: error: kernel 'k' has .shared variables without a layout; run simt-layout-memory before convert-simt-to-tensor

@@ -1,0 +1,24 @@
+// The simt verifier checks the limits a kernel declares and the names it uses
+// (MLIR's -verify-diagnostics).
+// RUN: qgc-opt %s --split-input-file --verify-diagnostics
+
+builtin.module {
+  // expected-error@+1 {{block ^bb0 of kernel 'k' needs 3 ops, the machine runs at most 2 per block (option max-ops)}}
+  simt.kernel @k(ptr a) lanes 4 mem_words 128 max_blocks 32 max_ops 2 {
+    simt.ld v0, param[0]
+    simt.alu "add" v0, v0, 1
+    simt.st global[v0 + 0], 5 buffer 0
+    simt.exit
+  }
+}
+
+// -----
+
+// The kernel checks the names its ops use: the error is at the kernel.
+builtin.module {
+  // expected-error@+1 {{simt.shared_addr: 'u' is not a .shared variable of kernel 'k' (shared_vars)}}
+  simt.kernel @k(ptr a) lanes 4 mem_words 128 shared_vars (t: 4 align 4) {
+    simt.shared_addr v1, "u"
+    simt.exit
+  }
+}
