@@ -6,22 +6,29 @@ use it; it imports torch, so the CLI imports it only on those paths."""
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
 import torch
 
 from qgc import driver
+from qgc import protocol as P
 from qgc.codegen import compiled_machine
+from qgc.dialects import weights as W
 from qgc.machine.abi import memory_layout, pick_kernel
 from qgc.passes.convert_simt_to_tensor import vocabulary_of
 from qgc.pipeline import stage, step_program, up_to
-from qgc.protocol import Vocabulary
-from qgc.runtime.checkpoint import check_kernel, has_tokenizer, load_checkpoint, read_info
-from qgc.runtime.launch import LaunchError
-from qgc.runtime.layers_file import GPU_ROWS, check_base, layer_states, read_layers
-from qgc.runtime.model import load_base, merge
-from qgc.runtime.model_engine import CompiledMachine, build_model
+from qgc.runtime.checkpoint import (
+    build_info,
+    check_kernel,
+    has_tokenizer,
+    load_checkpoint,
+    read_info,
+)
+from qgc.runtime.launch import Launch, LaunchError, load_launch
+from qgc.runtime.layers_file import CompiledLayers, check_base, layers_of
+from qgc.runtime.model import load_base
+from qgc.runtime.model_engine import CompiledMachine, build_model, layers_model
 
 
 def unscheduled(mem_words: int | None = None):
@@ -58,27 +65,47 @@ def merged_model(machine, base_path: str | None, config, dtype):
     return build_model(machine, base, dtype), base_vocab
 
 
-def layers_file_model(path: str, base_path: str | None, config, dtype):
-    """(merged model, checkpoint info, vocabulary) of a layers file from
-    `qgc K.ptx -o F.safetensors`, merged in front of the base."""
-    arrays, meta = read_layers(path)
-    check_base(path, meta, config)
-    machine = json.loads(meta["machine"])
-    vocab = Vocabulary.from_json(json.loads(meta["gpu_vocabulary"]))
-    states = [{k: torch.from_numpy(v) for k, v in s.items()}
-              for s in layer_states(arrays, int(meta["layers"]))]
+# ------------------------------------------------------------------ qgc build
+def compile_layers(path: str, config, launch=None, mem_words: int | None = None
+                   ) -> CompiledLayers:
+    """The PTX at `path` compiled for `config` to the weights level, as the
+    layers file `qgc K.ptx -o F.safetensors` would hold it; memory sized to
+    `launch`, else `mem_words` words."""
+    ctx, module = driver.load(path)
+    if launch is not None:
+        driver.apply_for_launch(ctx, module, stage("weights", schedule=config), launch)
+    else:
+        driver.apply(ctx, module, stage("weights", mem_words=mem_words or None, schedule=config))
+    (model,) = W.models_of(module)
+    return layers_of(model, config)
+
+
+def build(layers: CompiledLayers, source: str, base_path: str | None, base_config, config,
+          dtype):
+    """(merged model, qgc.json info) of compiled layers, however they were
+    made (`compile_layers` or `read_layers`): one merge, one model."""
+    check_base(source, layers, config)
     base = load_base(base_path, config, dtype=dtype)
-    info = {"qgc_version": meta["qgc_version"], "protocol_version": int(meta["protocol_version"]),
-            "kernel": meta["kernel"], "fingerprint": machine.get("fingerprint", ""),
-            "mem_words": machine["mem_words"], "base_vocab": base.config.vocab_size,
-            "compiled_layers": len(states), "gpu_vocabulary": json.loads(meta["gpu_vocabulary"])}
-    model = merge(base, states, torch.from_numpy(arrays[GPU_ROWS])).to(dtype)
-    return model, info, vocab
+    base_vocab = base.config.vocab_size
+    model = layers_model(layers, base, dtype)
+    info = build_info(layers, base_vocab, model.qgc_text_mute is not None,
+                      base=describe_base(base_path, base_config),
+                      dtype=str(dtype).removeprefix("torch."), source=Path(source).name)
+    return model, info
 
 
-def built_model(model_dir: str, path: str, launch, dtype):
+def describe_base(base_path: str | None, base_config: str | None) -> str:
+    """The base as the model card names it."""
+    if base_path is not None:
+        return f"checkpoint '{Path(base_path).name}'"
+    config = base_config or "2b"
+    return f"stand-in: the {config} text config with seeded random weights (seed 0)"
+
+
+def built_model(model_dir: str, path: str, launch, dtype=None):
     """(model, kernel, program, vocabulary, base vocabulary size, compiled
-    layers) of a checkpoint `qgc build` wrote, for the kernel at `path`."""
+    layers) of a checkpoint `qgc build` wrote, for the kernel at `path`. It
+    runs in its own dtype unless `dtype` is given; which, is said on stderr."""
     info = read_info(model_dir)
     kernel, program, vocab = host_kernel(path, info["mem_words"], launch.kernel)
     check_kernel(model_dir, info, kernel, vocab)
@@ -88,7 +115,44 @@ def built_model(model_dir: str, path: str, launch, dtype):
         raise LaunchError(f"{err}; '{model_dir}' was built with {info['mem_words']} words "
                           "(qgc build --mem-words N, or --launch L.json)") from None
     model, info, _ = load_checkpoint(model_dir, dtype)
+    say_dtype(model_dir, model, info, dtype)
     return model, kernel, program, vocab, info["base_vocab"], info["compiled_layers"]
+
+
+def say_dtype(model_dir: str, model, info: dict, asked) -> None:
+    running = str(model.dtype).removeprefix("torch.")
+    own = info.get("dtype", running)
+    why = ("its own dtype; --dtype to change" if asked is None else
+           f"--dtype; it was built in {own}" if own != running else "--dtype")
+    print(f"qgc: running '{model_dir}' in {running} ({why})", file=sys.stderr)
+
+
+def prompt_ids(model_dir: str | Path, ptx_path: str | Path,
+               launch: str | Path | dict | Launch) -> list[int]:
+    """The token ids a `qgc build` model takes for `launch` of the kernel at
+    `ptx_path`: the launch prompt (the machine memory and the first CTAs'
+    launch areas, as records) and the first warp step's `EXEC`. Stock
+    `generate` with the build's generation config then names that step's
+    tokens, greedily, up to its `END`:
+
+        ids = qgc.prompt_ids("dot-model", "dot.ptx", "launch.json")
+        out = model.generate(torch.tensor([ids]), generation_config=config)
+
+    (`qgc run K.ptx --launch L.json --engine model --model DIR` runs every
+    step so, feeding the next `EXEC` after each `END`.)"""
+    from qgc.machine.warps import Residency, make_warps
+    from qgc.runtime.trace import initial_memory, launch_area, prompt, specials_read
+    if not isinstance(launch, Launch):
+        launch = load_launch(launch if isinstance(launch, dict) else Path(launch))
+    info = read_info(model_dir)
+    kernel, _, vocab = host_kernel(str(ptx_path), info["mem_words"], launch.kernel)
+    check_kernel(model_dir, info, kernel, vocab)
+    layout = memory_layout(kernel, launch)
+    entered = Residency(make_warps(launch, 0, 0), vocab.warps).admit(lambda warp: False)
+    tokens = prompt(initial_memory(layout) |
+                    launch_area(specials_read(kernel), launch, layout, entered))
+    tokens.append(P.Token("EXEC", w=entered[0][0], b=0))
+    return [info["base_vocab"] + vocab.id_of(t) for t in tokens]
 
 
 # ------------------------------------------------------------------ drift

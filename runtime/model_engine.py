@@ -75,7 +75,7 @@ class CompiledMachine:
 
     def gpu_rows(self) -> torch.Tensor:
         rows = [self.compiled.encode(self.vocab.inputs(t)) for t in self.vocab.tokens()]
-        return torch.tensor(rows, dtype=torch.float64)
+        return torch.tensor(rows, dtype=torch.float32)
 
     def code_coords(self) -> list[int]:
         """The coordinates of the code every GPU token's row carries."""
@@ -87,15 +87,45 @@ class CompiledMachine:
         from qgc.runtime.text_mute import DOWN, OUT_PROJ
         layers = [*self.compiled.layers, readout_layer(self.compiled)]
         return {index[0] for layer in layers for name in (DOWN, OUT_PROJ)
-                for index in layer.weights.get(name, {})}
+                for index, value in layer.weights.get(name, {}).items() if value != 0}
+
+
+#: The precision the compiled layers are merged from, whatever the model's
+#: dtype: the layers file's, so that a model built from PTX and one built from
+#: its layers file are the same (the mute's gains are computed from them).
+MERGE_DTYPE = torch.float32
 
 
 def build_model(machine: CompiledMachine, base, dtype: torch.dtype, mute: bool = True):
     """The merged model; `mute`: with the text mute (`runtime/text_mute.py`)."""
-    gpu_rows = machine.gpu_rows()
-    readout_neurons = 1 + len(machine.code_coords())
-    return merge_muted(base, machine.layer_states(dtype), gpu_rows, machine.code_coords(),
-                       machine.written(), readout_neurons, dtype, mute)
+    code = machine.code_coords()
+    return merge_muted(base, machine.layer_states(MERGE_DTYPE), machine.gpu_rows(), code,
+                       machine.written(), 1 + len(code), dtype, mute)
+
+
+def layers_model(layers, base, dtype: torch.dtype, mute: bool = True):
+    """The merged model of a layers file's contents (`layers_file.CompiledLayers`,
+    read or made in memory): the same merge as `build_model`."""
+    from qgc.runtime.text_mute import DOWN, OUT_PROJ
+    states = FileStates(layers)
+    return merge_muted(base, states, torch.from_numpy(layers.gpu_rows), layers.code,
+                       layers.written((DOWN, OUT_PROJ)), 1 + len(layers.code), dtype, mute)
+
+
+class FileStates(Sequence):
+    """A layers file's layers as state dicts of float32 tensors, made dense
+    one at a time, as `merge` takes them."""
+
+    def __init__(self, layers):
+        self.layers = layers
+
+    def __len__(self) -> int:
+        return self.layers.count
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if index < 0 or index >= len(self):
+            raise IndexError(index)
+        return {k: torch.from_numpy(v) for k, v in self.layers.state(index).items()}
 
 
 def merge_muted(base, states: Sequence[dict], gpu_rows: torch.Tensor, code: list[int],

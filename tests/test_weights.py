@@ -50,15 +50,18 @@ def test_the_file_holds_the_weights_level(tensor_level, tmp_path):
     ConvertTensorToWeightsPass().apply(ctx, lowered)
     (model,) = W.models_of(lowered)
     write_compiled(lowered, tmp_path / "layers.safetensors")
-    tensors, meta = read_layers(tmp_path / "layers.safetensors")
-    assert int(meta["layers"]) == len(model.layers())
+    layers = read_layers(tmp_path / "layers.safetensors")
+    assert layers.count == len(model.layers())
     for layer in model.layers():
+        state = layers.state(layer.layer_index)
         for name, table in layer.weights.tables().items():
-            dense = tensors[f"model.layers.{layer.layer_index}.{name}"]
+            dense = state[name]
             assert all(dense[index] == value for index, value in table.items()), name
             assert np.count_nonzero(dense) == sum(v != 0 for v in table.values()), name
     vocab = P.Vocabulary.from_attr(model.vocabulary)
-    assert tensors["qgc.gpu_rows"].shape[0] == len(vocab.tokens())
+    assert layers.gpu_rows.shape[0] == len(vocab.tokens())
+    (_, _, fields) = model.encoding.data
+    assert layers.code == list(dict(fields)["code"])
 
 
 def test_the_weights_level_prints_a_line_per_layer(tensor_level):
