@@ -179,3 +179,24 @@ def test_a_failed_write_names_the_path_and_leaves_nothing(layers, tmp_path, monk
     with pytest.raises(QgcError, match=rf"cannot write '{target}': No space left on device"):
         layers[0].write(target)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("damage", [
+    {"qgc.json": b"{not json"}, {"qgc.json": b"[]"},
+    {"qgc.json": json.dumps({"protocol_version": 1, "mem_words": -5}).encode()},
+    {"model.safetensors": b"\x10\x00\x00\x00\x00\x00\x00\x00{}"},
+])
+def test_a_damaged_build_is_not_a_qgc_build(built, tmp_path, capsys, damage):
+    """`qgc run --model DIR` of a build whose qgc.json or weights are damaged."""
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    for name in ("config.json", "qgc.json", "generation_config.json"):
+        (damaged / name).write_bytes((built / name).read_bytes())
+    if "model.safetensors" not in damage:
+        (damaged / "model.safetensors").symlink_to(built / "model.safetensors")
+    for name, content in damage.items():
+        (damaged / name).write_bytes(content)
+    status = main(["run", str(DOT / "dot.ptx"), "--launch", str(DOT / "launch.json"),
+                   "--engine", "model", "--model", str(damaged)])
+    assert status == 2
+    assert f"error: '{damaged}' is not a qgc build: " in capsys.readouterr().err

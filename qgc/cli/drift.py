@@ -31,6 +31,7 @@ def command(args: argparse.Namespace) -> int:
     import torch  # torch and the model: this command only
 
     from qgc.merged_model import compile_machine, drift_figures, text_inputs
+    from qgc.runtime.checkpoint import describe_layers
     from qgc.runtime.model import load_text_config
     config = load_text_config(args.base or args.base_config)
     machine, kernel = compile_machine(args.input, config, None, args.mem_words)
@@ -39,11 +40,12 @@ def command(args: argparse.Namespace) -> int:
         "tokens" + ("" if args.base else " (stand-in base: random weights, token ids)"))
     for name in args.dtypes.split(","):
         f = drift_figures(machine, args.base, config, ids, getattr(torch, name), not args.no_mute)
-        say(f"{name}: {f['layers']} compiled layers; " + (
+        mute = "marker" in f
+        say(f"{name}: {describe_layers(f['layers'] - 1 - mute, mute)}; " + (
             f"text mute: marker coordinate {f['marker']}, {f['squares']} squares, mark up to "
             f"{f['mark']:.3g}·|h|, fitted removal leaves up to {f['fit_max']:.2e}·|h| "
-            f"(rms {f['fit_rms']:.2e}) over every embedding row" if "marker" in f
-            else "no text mute"))
+            f"(rms {f['fit_rms']:.2e}) over every embedding row"
+            if mute else "no text mute"))
         print(f"KL {name} {f['kl']:.3e}")
         print(f"KL-text {name} {f['kl_text']:.3e}")
         print(f"gpu-mass {name} {f['gpu_mass']:.3e}")
