@@ -12,38 +12,40 @@ torch and transformers are imported here and only here (lazily by callers).
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 from pathlib import Path
 
 import torch
+from huggingface_hub.errors import StrictDataclassError
 from tqdm import tqdm
 from transformers.models.qwen3_5 import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
-from qgc.base_config import default_config_path
+from qgc.base_config import config_error, read_config_dict, resolve_config_path
 from qgc.diagnostics import QgcError
 
 #: Building a model this wide (the 2B's) or wider shows a progress bar.
 PROGRESS_HIDDEN = 2048
 
 
-def load_text_config(path: str | Path | None = None) -> Qwen3_5TextConfig:
-    """A full Qwen3.5 text config from a JSON file or a checkpoint directory
-    (the installed `Qwen3_5TextConfig()` defaults are not the 2B's)."""
-    path = Path(path) if path is not None else default_config_path()
-    if path.is_dir():
-        path = path / "config.json"
+def load_text_config(name_or_path: str | Path | None = None) -> Qwen3_5TextConfig:
+    """A full Qwen3.5 text config, checked (`qgc.base_config`): a shipped one by
+    name (`2b`, `0.8b`, `small`; None is the 2B's), a JSON file or a checkpoint
+    directory (the installed `Qwen3_5TextConfig()` defaults are not the 2B's)."""
+    data = read_config_dict(name_or_path)
     try:
-        data = json.loads(path.read_text())
-    except OSError as err:
-        raise QgcError(f"error: cannot read the base config '{path}': {err.strerror}", 2) from None
-    data = data.get("text_config", data)  # a multimodal checkpoint nests the text config
-    return Qwen3_5TextConfig(**{k: v for k, v in data.items() if k != "model_type"})
+        return Qwen3_5TextConfig(**{k: v for k, v in data.items() if k != "model_type"})
+    except (StrictDataclassError, ValueError, TypeError, AttributeError) as err:
+        reason = str(err).strip().splitlines()[-1].strip()
+        raise config_error(resolve_config_path(name_or_path),
+                           f"transformers refuses it: {reason}") from None
 
 
 def stand_in(config: Qwen3_5TextConfig, seed: int = 0,
              dtype: torch.dtype = torch.float32) -> Qwen3_5ForCausalLM:
-    """A base model with `config` and seeded random weights, said on stderr."""
+    """A base model with `config` and seeded random weights, said on stderr;
+    refused before any allocation if it cannot fit this machine's memory."""
+    check_fits_in_memory(config, "a stand-in base")
     print(f"qgc: no base checkpoint (--base PATH or QGC_BASE): using a stand-in with "
           f"hidden {config.hidden_size}, {config.num_hidden_layers} layers and seeded random "
           f"weights (seed {seed})", file=sys.stderr)
@@ -51,6 +53,25 @@ def stand_in(config: Qwen3_5TextConfig, seed: int = 0,
     with torch.device("cpu"):
         model = Qwen3_5ForCausalLM(config).to(dtype)
     return model.eval()
+
+
+def machine_memory_bytes() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def check_fits_in_memory(config: Qwen3_5TextConfig, what: str) -> None:
+    """Refuse, before any allocation, a model of `config` whose float32
+    weights (how a stand-in is built) exceed this machine's memory: its
+    parameters are counted on the meta device."""
+    with torch.device("meta"):
+        parameters = sum(p.numel() for p in Qwen3_5ForCausalLM(config).parameters())
+    need, have = 4 * parameters, machine_memory_bytes()
+    if need > have:
+        raise QgcError(f"error: {what} with hidden {config.hidden_size}, "
+                       f"{config.num_hidden_layers} layers and {config.vocab_size} vocabulary "
+                       f"rows has {parameters / 1e9:.1f}B parameters, {need / 2**30:.1f} GiB in "
+                       f"float32: more than this machine's {have / 2**30:.1f} GiB of memory "
+                       "(a smaller --base-config: 0.8b, small)", 2)
 
 
 def load_base(path: str | Path | None, config: Qwen3_5TextConfig | None = None,

@@ -1,14 +1,57 @@
-"""Shared fixtures: where the examples and the shared kernel suite live."""
+"""Shared fixtures: where the examples and the shared kernel suite live.
 
+The project is self-contained: the base configs ship in the package
+(`qgc/configs/`). Only the shared kernel suite lives outside, in
+`../shared/kernels` (or `$QGC_SHARED/kernels`); without it the tests that need
+it skip, and the session ends with one line that counts them."""
+
+import json
 import os
 from pathlib import Path
 
 import pytest
 
+from qgc.base_config import resolve_config_path
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 SHARED = Path(os.environ.get("QGC_SHARED", REPO.parent / "shared"))
 SHARED_KERNELS = SHARED / "kernels"
+#: The skip reason of every test that needs the shared kernel suite.
+NO_SHARED_KERNELS = f"{SHARED_KERNELS} not found (set QGC_SHARED)"
+#: Marks a test that needs the shared kernel suite.
+needs_shared_kernels = pytest.mark.skipif(not SHARED_KERNELS.is_dir(), reason=NO_SHARED_KERNELS)
+#: The Qwen3.5-2B text config the package ships (the default base).
+BASE_2B = resolve_config_path("2b")
+
+
+def shared_params(params: list, argcount: int = 1) -> list:
+    """The parameters of a test over the shared kernel suite; without the suite,
+    one skipped placeholder, so that the skip is said and counted."""
+    if SHARED_KERNELS.is_dir():
+        return params
+    return [pytest.param(*[None] * argcount, id="no-shared-kernels",
+                         marks=pytest.mark.skip(reason=NO_SHARED_KERNELS))]
+
+
+#: The user property a fuzz test records its count of inputs under
+#: (`record_property(FUZZ_INPUTS, n)`: it reaches the summary under xdist too).
+FUZZ_INPUTS = "fuzz_inputs"
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line: how many tests skipped for want of the shared kernel suite;
+    one line: how many inputs the fuzz tests tried."""
+    stats = terminalreporter.stats
+    skipped = [r for r in stats.get("skipped", [])
+               if NO_SHARED_KERNELS in str(getattr(r, "longrepr", ""))]
+    if skipped:
+        terminalreporter.write_line(f"qgc: {len(skipped)} tests skipped: {NO_SHARED_KERNELS}")
+    tried = {r.nodeid: value for key in ("passed", "failed") for r in stats.get(key, [])
+             for name, value in getattr(r, "user_properties", ()) if name == FUZZ_INPUTS}
+    if tried:
+        terminalreporter.write_line(f"qgc: the fuzz tests tried {sum(tried.values())} inputs "
+                                    f"({len(tried)} tests)")
 
 
 def example_dirs() -> list[Path]:
@@ -16,7 +59,11 @@ def example_dirs() -> list[Path]:
 
 
 def all_ptx_files() -> list[Path]:
-    return sorted(EXAMPLES.glob("*/*.ptx")) + sorted(SHARED_KERNELS.glob("*.ptx"))
+    return sorted(EXAMPLES.glob("*/*.ptx")) + shared_kernel_files()
+
+
+def shared_kernel_files() -> list[Path]:
+    return sorted(SHARED_KERNELS.glob("*.ptx"))
 
 
 @pytest.fixture(scope="session")
@@ -48,19 +95,16 @@ def two_torch_threads():
 
 
 #: Text rows of the small stand-ins' vocabulary (GPU rows come after them).
-SMALL_VOCAB = 512
+SMALL_VOCAB = json.loads(resolve_config_path("small").read_text())["vocab_size"]
 
 
 def small_base_config(directory: Path, hidden: int = 2048, **changes) -> Path:
     """A Qwen3.5 text config for a fast stand-in, written to directory/config.json:
-    the 2B's (hidden 2048) or the 0.8B's layer shape (hidden 1024), two base
-    layers (one linear, one full attention: a cache needs one), a 512-row
-    vocabulary."""
-    import json
-    data = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
-    data.update(hidden_size=hidden, intermediate_size={1024: 3584, 2048: 6144}[hidden],
-                num_hidden_layers=2, layer_types=["linear_attention", "full_attention"],
-                vocab_size=SMALL_VOCAB, bos_token_id=None, eos_token_id=None)
+    the shipped `small` config (two base layers, one linear, one full attention:
+    a cache needs one; a 512-row vocabulary) at the 2B's layer shape (hidden
+    2048) or the 0.8B's (hidden 1024, as shipped)."""
+    data = json.loads(resolve_config_path("small").read_text())
+    data.update(hidden_size=hidden, intermediate_size={1024: 3584, 2048: 6144}[hidden])
     data.update(changes)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text(json.dumps(data))

@@ -735,8 +735,8 @@ def stock_config(hidden: int, inter: int):
 
     from transformers.models.qwen3_5 import Qwen3_5TextConfig
 
-    from conftest import SHARED
-    base = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
+    from conftest import BASE_2B
+    base = json.loads(BASE_2B.read_text())
     base.update(hidden_size=hidden, intermediate_size=inter, num_hidden_layers=1,
                 layer_types=["linear_attention"])
     return Qwen3_5TextConfig(**base)

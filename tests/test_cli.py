@@ -5,7 +5,7 @@ import re
 import subprocess
 import sys
 
-from conftest import EXAMPLES, REPO, SHARED
+from conftest import BASE_2B, EXAMPLES, REPO
 from qgc import __version__
 from qgc.cli import main
 
@@ -139,7 +139,7 @@ def test_unsupported_instruction_names_it(tmp_path):
 def test_codegen_names_the_limit_it_misses(tmp_path):
     """On a base narrower than the dot step's live bits the error says which
     limit and by how much, and no file is left behind."""
-    config = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
+    config = json.loads(BASE_2B.read_text())
     config.update(hidden_size=512)
     (tmp_path / "narrow.json").write_text(json.dumps(config))
     out = tmp_path / "layers.safetensors"

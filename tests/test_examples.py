@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from conftest import EXAMPLES, REPO, SHARED_KERNELS, example_dirs
+from conftest import EXAMPLES, REPO, SHARED_KERNELS, example_dirs, needs_shared_kernels
 from qgc.frontend import parse_ptx
 from qgc.runtime.launch import load_launch
 from qgc.runtime.ref import run_ref
@@ -50,6 +50,7 @@ def test_at_least_fifteen_examples():
     assert len(example_dirs()) >= 15
 
 
+@needs_shared_kernels
 def test_coverage_doc_is_current():
     from qgc.coverage_doc import kernel_files, render
     files = kernel_files([EXAMPLES, SHARED_KERNELS])

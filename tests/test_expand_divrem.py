@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import pytest
 
-from conftest import EXAMPLES, SHARED_KERNELS
+from conftest import EXAMPLES, SHARED_KERNELS, shared_kernel_files, shared_params
 from qgc import driver
 from qgc.context import make_context
 from qgc.dialects import simt
@@ -152,16 +152,17 @@ DIVIDES = re.compile(r"\b(div|rem)\.[su](8|16|32|64)\b")
 WITH_PASS = insert_after(stage("simt"), "simt-rename-webs", parse_pipeline(PASS).passes)
 
 
-def _dividing_kernels():
+def _dividing_kernels(paths):
     """Examples and shared kernels with an integer div/rem (those the machine
     runs: float kernels are refused before the pass)."""
-    for path in sorted(EXAMPLES.glob("*/*.ptx")) + sorted(SHARED_KERNELS.glob("*.ptx")):
+    for path in paths:
         if DIVIDES.search(path.read_text()) and not path.stem.endswith("_f") and \
                 not path.stem.endswith("_f.clang"):
             yield pytest.param(path, id=path.name)
 
 
-@pytest.mark.parametrize("path", list(_dividing_kernels()))
+@pytest.mark.parametrize("path", [*_dividing_kernels(sorted(EXAMPLES.glob("*/*.ptx"))),
+                                  *shared_params(list(_dividing_kernels(shared_kernel_files())))])
 def test_dividing_kernels_give_their_expected_buffers(path):
     from test_ref_engine import check_buffer
     ctx, module = driver.load(str(path))

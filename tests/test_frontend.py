@@ -6,12 +6,18 @@ import pytest
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
-from conftest import SHARED_KERNELS, all_ptx_files
+from conftest import (
+    EXAMPLES,
+    SHARED_KERNELS,
+    needs_shared_kernels,
+    shared_kernel_files,
+    shared_params,
+)
 from qgc.diagnostics import SourceError
 from qgc.dialects import ptx
 from qgc.frontend import parse_ptx
 
-PTX_FILES = all_ptx_files()
+PTX_FILES = sorted(EXAMPLES.glob("*/*.ptx")) + shared_params(shared_kernel_files())
 
 
 def _print(module, generic=False) -> str:
@@ -20,6 +26,7 @@ def _print(module, generic=False) -> str:
     return out.getvalue()
 
 
+@needs_shared_kernels
 def test_suites_are_present():
     assert len(list(SHARED_KERNELS.glob("*.ptx"))) >= 48
     assert len(PTX_FILES) >= 48 + 30
@@ -38,6 +45,7 @@ def test_parses_verifies_and_roundtrips(path, ctx):
     assert _print(generic) == text
 
 
+@needs_shared_kernels
 def test_instruction_count_matches_the_suite_metadata():
     import json
     for meta in sorted(SHARED_KERNELS.glob("*.json")):

@@ -33,7 +33,7 @@ import pytest
 from test_model_engine import INTEGER_EXAMPLES
 from test_simt import WARP4_OWN_ANSWER
 
-from conftest import EXAMPLES, SHARED_KERNELS, small_base_config
+from conftest import EXAMPLES, SHARED_KERNELS, shared_params, small_base_config
 from qgc.runtime.launch import load_launch
 from qgc.runtime.trace import run_trace, tensor_stepper
 
@@ -146,6 +146,7 @@ def _params():
     for case in cases():
         marks = [] if case.key in IN_CI else [pytest.mark.full]
         yield pytest.param(case, id=f"{case.name}-{case.compiler}-h{case.hidden}", marks=marks)
+    yield from shared_params([])    # without the suite: its skip, said and counted
 
 
 # ------------------------------------------------------------------ the runs

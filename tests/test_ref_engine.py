@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import struct
 from fractions import Fraction
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
 
+from conftest import SHARED_KERNELS, needs_shared_kernels, shared_params
 from qgc.dialects import ptx
 from qgc.frontend import parse_ptx
 from qgc.runtime import float32 as F
@@ -27,15 +27,11 @@ from qgc.runtime.ref_int import prmt
 
 
 def shared_dir() -> Path:
-    root = os.environ.get("QGC_SHARED")
-    base = Path(root) if root else Path(__file__).resolve().parents[1].parent / "shared"
-    return base / "kernels"
+    return SHARED_KERNELS
 
 
 def suite_cases() -> list:
     kernels = shared_dir()
-    if not kernels.is_dir():
-        return []
     cases = []
     for spec in sorted(kernels.glob("*.json")):
         info = json.loads(spec.read_text())
@@ -79,7 +75,7 @@ def check_buffer(name: str, elem: str, got: list, want: list, check: dict) -> No
             assert key(g) == key(w), f"{name}[{i}] = {g}, expected {w}"
 
 
-@pytest.mark.parametrize("stem, flavor, warp", suite_cases())
+@pytest.mark.parametrize("stem, flavor, warp", shared_params(suite_cases(), 3))
 def test_shared_kernel(stem, flavor, warp):
     kernels = shared_dir()
     info = json.loads((kernels / f"{stem}.json").read_text())
@@ -96,9 +92,8 @@ def test_shared_kernel(stem, flavor, warp):
             assert got is None
 
 
+@needs_shared_kernels
 def test_suite_is_present():
-    if not shared_dir().is_dir():
-        pytest.skip(f"no shared kernel suite at {shared_dir()} (set QGC_SHARED)")
     assert len(suite_cases()) >= 80
 
 

@@ -23,7 +23,16 @@ import sys
 import pytest
 from xdsl.utils.exceptions import VerifyException
 
-from conftest import EXAMPLES, REPO, SHARED, example_dirs, on_random_programs
+from conftest import (
+    BASE_2B,
+    EXAMPLES,
+    REPO,
+    SHARED_KERNELS,
+    example_dirs,
+    needs_shared_kernels,
+    on_random_programs,
+    shared_params,
+)
 from qgc import driver
 from qgc.cli import main
 from qgc.diagnostics import QgcError
@@ -409,7 +418,7 @@ def test_cli_stats_at_the_simt_level(capsys):
 def test_cli_stats_when_the_layers_do_not_fit(capsys, tmp_path):
     """The machine's resources stand; one line says which limit of the layers
     the tensor level exceeds, by how much (here a config a quarter as wide as 2B)."""
-    config = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
+    config = json.loads(BASE_2B.read_text())
     config["hidden_size"] = 512
     (tmp_path / "narrow.json").write_text(json.dumps(config))
     assert main([str(EXAMPLES / "branchy" / "branchy.ptx"), "--stats",
@@ -476,7 +485,7 @@ def _shared_integer_cases():
                 yield pytest.param(spec.stem, suffix, id=f"{spec.stem}-{flavor}")
 
 
-@pytest.mark.parametrize("stem, suffix", list(_shared_integer_cases()))
+@pytest.mark.parametrize("stem, suffix", shared_params(list(_shared_integer_cases()), 2))
 def test_shared_integer_kernel_on_simt(stem, suffix, capsys):
     from test_ref_engine import check_buffer, shared_dir
     spec = shared_dir() / f"{stem}.json"
@@ -524,8 +533,9 @@ def test_ctas_enter_free_warp_slots_in_grid_order():
     assert [w.cta for _, w in residency.resident()] == [2, 2, 1, 1]
 
 
+@needs_shared_kernels
 def test_a_cta_wider_than_the_warp_slots_is_refused():
-    path = SHARED / "kernels" / "scan_shfl_up_i.ptx"
+    path = SHARED_KERNELS / "scan_shfl_up_i.ptx"
     info = json.loads(path.with_suffix(".json").read_text())
     ctx, module = driver.load(str(path))
     driver.apply(ctx, module, stage("simt"))

@@ -31,7 +31,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from conftest import SHARED
+from conftest import BASE_2B
 from qgc.dialects import tensor as T
 from qgc.passes.tensor_schedule_layers import filler_pads, schedule
 from qgc.passes.tensor_to_weights import CodegenError, compile_program, margins
@@ -53,7 +53,7 @@ MASK = 0xFFFFFFFF
 def small_config(**changes):
     """The 2B text config at the 0.8B width (linear heads 16 × 128)."""
     from transformers.models.qwen3_5 import Qwen3_5TextConfig
-    base = json.loads((SHARED / "qwen3_5_2b_text_config.json").read_text())
+    base = json.loads(BASE_2B.read_text())
     base.update(hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, num_hidden_layers=1,
                 layer_types=["linear_attention"])
     base.update(changes)

@@ -17,7 +17,7 @@ import json
 import pytest
 from test_simt import ALSO_ACCEPTED, SKELETON
 
-from conftest import EXAMPLES, SHARED_KERNELS
+from conftest import EXAMPLES, SHARED_KERNELS, shared_params
 from qgc import driver
 from qgc.dialects import tensor
 from qgc.machine.abi import pick_kernel
@@ -55,6 +55,7 @@ def _params():
     for name, compiler, path, launch, expected in _cases():
         marks = [] if (name, compiler) in IN_CI else [pytest.mark.full]
         yield pytest.param(path, launch, expected, id=f"{name}-{compiler}", marks=marks)
+    yield from shared_params([], 3)     # without the suite: its skip, said and counted
 
 
 @pytest.mark.parametrize("path, launch, expected", list(_params()))

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from qgc import __version__, driver
+from qgc.base_config import CHOICES, read_text_config
 from qgc.cli.common import say
 from qgc.diagnostics import QgcError
 from qgc.pipeline import (
@@ -49,9 +50,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                    help="wall time of each pass on stderr (like -mlir-timing)")
     p.add_argument("--print-debuginfo", action="store_true",
                    help="print source locations (loc(...)) with the IR")
-    p.add_argument("--base-config", metavar="PATH",
-                   help="Qwen3.5 text config (JSON, or a checkpoint directory) the layers "
-                        "target (default: the 2B config)")
+    p.add_argument("--base-config", metavar=CHOICES,
+                   help="the Qwen3.5 text config the layers target: a shipped one by name "
+                        "(2b, the default; 0.8b; small) or a JSON file or checkpoint directory")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--mem-words", type=int, metavar="N",
                       help=f"words of machine memory (default {BANK_WORDS}: one bank; up "
@@ -147,7 +148,6 @@ def _stage(args: argparse.Namespace) -> Passes:
                        f"{args.mem_words}", status=2)
     config = None
     if args.base_config is not None:
-        from qgc.codegen import read_text_config  # codegen loads numpy: not for --emit=ptx
         config = read_text_config(args.base_config)
     return stage(args.emit or deepest_stage(), mem_words=args.mem_words, schedule=config)
 
