@@ -37,6 +37,15 @@ def _parse_ptx_file(stream: IO[bytes]) -> ModuleOp:
     return parse_ptx(stream.read().decode(), name if isinstance(name, str) else "<stdin>")
 
 
+_HELP = {
+    "input_file": ".mlir or .ptx file; - or none: the standard input (PTX if it starts with "
+                  "a PTX directive, else textual IR; -f ptx|mlir says which)",
+    "verify_diagnostics": "check each chunk's errors against its `// expected-error "
+                          "{{...}}` comments (as mlir-opt); exit 0 when they agree",
+    "split_input_file": "process each chunk between `// -----` lines on its own",
+}
+
+
 class QgcOptMain(xDSLOptMain):
     version_format = f"qgc-opt {__version__} (xDSL {{xdsl_version}})"
 
@@ -57,11 +66,18 @@ class QgcOptMain(xDSLOptMain):
         from qgc.dump_flags import add_dump_flags
         super().register_all_arguments(arg_parser)
         add_dump_flags(arg_parser)
+        for action in arg_parser._actions:  # xDSL's words for what qgc-opt does otherwise
+            action.help = _HELP.get(action.dest, action.help)
 
     def setup_pipeline(self):
         from qgc.dump_flags import dump_options
         from qgc.pipeline import parse_pipeline
+        from qgc.timing import NoTiming, Timing
+        if self.args.shrink:
+            raise QgcError("error: --shrink (xdsl-opt's shrinkray hook) is not qgc-opt's", 1)
         self.dumps = dump_options(self.args)
+        self.dumps.after_all |= self.args.print_between_passes
+        self.timing = Timing() if self.args.time_passes else NoTiming()
         self.pipeline = parse_pipeline(self.args.passes) if self.args.passes else PassPipeline(())
 
     def run(self) -> int:
@@ -85,24 +101,37 @@ class QgcOptMain(xDSLOptMain):
         finally:
             if output is not sys.stdout:
                 output.close()
+        if self.args.time_passes:
+            self.timing.report(sys.stderr)
         return 1 if failed else 0
 
     def _run_chunk(self, kind: str, name: str, offset: int, chunk: str, output: IO[str]) -> bool:
-        from qgc.expected_diagnostics import check_expected, expected_diagnostics
         # the chunk padded to its place in the file: positions are the file's
         padded = "\n" * offset + chunk
         try:
             module = self._parse(kind, padded, name)
+        except _CHUNK_ERRORS as err:
+            if self.args.parsing_diagnostics:   # xdsl-opt's: the parse error is the output
+                print(self._diagnostic(err), file=output)
+                return True
+            return self._check(padded, name, self._diagnostic(err))
+        try:
             self._apply(module)
             output.write(self.output_resulting_program(module))
             produced = None
         except _CHUNK_ERRORS as err:
             produced = self._diagnostic(err)
+        return self._check(padded, name, produced)
+
+    def _check(self, chunk: str, name: str, produced: str | None) -> bool:
+        """Print the chunk's diagnostic, or under --verify-diagnostics its
+        mismatches with the expected ones; whether the chunk passes."""
+        from qgc.expected_diagnostics import check_expected, expected_diagnostics
         if not self.args.verify_diagnostics:
             if produced is not None:
                 print(produced, file=sys.stderr)
             return produced is None
-        mismatches = check_expected(expected_diagnostics(padded, name),
+        mismatches = check_expected(expected_diagnostics(chunk, name),
                                     [] if produced is None else [produced], name)
         for line in mismatches:
             print(line, file=sys.stderr)
@@ -131,7 +160,6 @@ class QgcOptMain(xDSLOptMain):
                            + "; -f ptx|mlir says which)", 1) from None
 
     def _parse(self, kind: str, text: str, name: str) -> ModuleOp:
-        from qgc import driver
         if kind == "ptx":
             from qgc.frontend import parse_ptx
             module = parse_ptx(text, name)
@@ -141,13 +169,14 @@ class QgcOptMain(xDSLOptMain):
         else:    # another of xDSL's frontends
             import io
             module = self.parse_chunk(io.BytesIO(text.encode()), kind)
-        if not self.args.disable_verify:
-            driver.verify(module)
         return module
 
     def _apply(self, module: ModuleOp) -> None:
+        """Verify the module as parsed, then run the passes (each verified)."""
         from qgc import driver
-        driver.apply(self.ctx, module, self.pipeline.passes, self.dumps)
+        if not self.args.disable_verify:
+            driver.verify(module)
+        driver.apply(self.ctx, module, self.pipeline.passes, self.dumps, self.timing)
 
     @staticmethod
     def _diagnostic(err: Exception) -> str:
@@ -159,9 +188,13 @@ class QgcOptMain(xDSLOptMain):
         return at_op(None, str(err).strip())
 
 
+DESCRIPTION = ("qgc's modular optimizer driver: parse, verify, run passes (-p), print. "
+               "Diagnostics: file:LINE:COL: error: ... on stderr, exit status 1.")
+
+
 def main(args: Sequence[str] | None = None) -> int:
     try:
-        return QgcOptMain(args=args).run()
+        return QgcOptMain(DESCRIPTION, args=args).run()
     except QgcError as err:
         print(f"qgc-opt: {_unlocated(str(err))}", file=sys.stderr)
         return 1

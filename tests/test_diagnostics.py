@@ -210,6 +210,21 @@ def test_qgc_opt_prints_the_ir_after_every_pass(capsys):
     assert status == 1 and "unknown pass 'nosuch' in --print-ir-after" in err
 
 
+def test_qgc_opt_takes_xdsl_opts_flags_or_refuses_them(tmp_path, capsys):
+    tiny = str(REPO / "testsuite" / "inputs" / "tiny.ptx")
+    status, _, err = run_opt(capsys, tiny, "-p", "ptx-strip-debug-info", "--time-passes")
+    assert status == 0 and re.search(r"\d+\.\d+ \(100\.0%\)  Total", err)
+    assert "PtxStripDebugInfoPass (ptx-strip-debug-info)" in err
+    status, out, _ = run_opt(capsys, tiny, "-p", "ptx-strip-debug-info", "--print-between-passes")
+    assert status == 0 and "@tiny" in out
+    path = tmp_path / "k.mlir"
+    path.write_text("{\n")
+    status, out, err = run_opt(capsys, str(path), "--parsing-diagnostics")
+    assert (status, err) == (0, "") and out.startswith(f"{path}:1:1: error: ")
+    status, _, err = run_opt(capsys, tiny, "--shrink")
+    assert status == 1 and err.startswith("qgc-opt: error: --shrink")
+
+
 SIMT_KERNEL = """builtin.module {{
   {comment}
   simt.kernel @k(ptr a) lanes 4 mem_words 128 {{
