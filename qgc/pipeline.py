@@ -205,9 +205,10 @@ def print_module(module: builtin.ModuleOp, stream: IO[str], debuginfo: bool = Fa
 def parse_pipeline(spec: str) -> PassPipeline:
     try:
         return PassPipeline.parse_spec(get_all_passes(), spec)
-    except ValueError as err:
-        raise QgcError(f"error: {err} (known passes: {', '.join(get_all_passes())})",
-                       status=2) from None
+    except ValueError as err:   # an unknown pass gets the list; a bad option does not
+        known = (f" (known passes: {', '.join(get_all_passes())})"
+                 if "Unrecognized passes" in str(err) else "")
+        raise QgcError(f"error: {err}{known}", status=2) from None
     except (Exception, ArgSpecParseError) as err:  # malformed spec text, bad option values
         # xDSL's spec parse error derives from BaseException, not Exception
         raise QgcError(f"error: invalid pass pipeline '{spec}': {err}", status=2) from None

@@ -91,7 +91,7 @@ def test_missing_base_says_so_in_one_line(tmp_path):
                    "--engine", "model", "--base", str(tmp_path / "nowhere"))
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
-    assert line.startswith("error: cannot read the base config") and "nowhere" in line
+    assert line.startswith("error: base config") and "nowhere" in line and "no such file" in line
 
 
 def test_malformed_launch_names_the_field(tmp_path):

@@ -12,11 +12,11 @@ from qgc import __version__, driver
 from qgc.base_config import CHOICES, read_text_config
 from qgc.cli.common import say
 from qgc.diagnostics import QgcError
+from qgc.dump_flags import add_dump_flags, dump_options
 from qgc.pipeline import (
     ALL_STAGES,
     DumpOptions,
     Passes,
-    check_pass_names,
     deepest_stage,
     from_pass,
     pipeline_text,
@@ -37,7 +37,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                "`qgc build KERNEL.ptx -o DIR` writes the merged model as a stock checkpoint; "
                "`qgc drift KERNEL.ptx` measures what the compiled layers do to text "
                "(see `qgc run|build|drift --help`).")
-    p.add_argument("input", help="PTX file (.ptx), or textual IR (.mlir)")
+    p.add_argument("input", help="PTX file (.ptx), textual IR (.mlir), or - for the standard input")
     p.add_argument("-o", "--output", help="write the compiled layers (.safetensors)")
     p.add_argument("--emit", choices=ALL_STAGES, help="print the IR after this stage and stop")
     p.add_argument("-p", "--passes", help="custom pass pipeline, xDSL syntax: 'a,b{opt=1}'")
@@ -61,24 +61,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     size.add_argument("--launch", metavar="L.json",
                       help="size the machine memory to this launch (as `qgc run` does); with "
                            "--stats, also report its memory map and EXEC steps")
-    _add_dump_flags(p)
+    add_dump_flags(p)
     p.add_argument("--version", action="version", version=f"qgc {__version__}")
     p.set_defaults(handler=command)
 
 
-def _add_dump_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("IR dumps (to stderr, as MLIR's --mlir-print-ir-*)")
-    g.add_argument("--print-ir-after-all", action="store_true")
-    g.add_argument("--print-ir-before-all", action="store_true")
-    g.add_argument("--print-ir-after", action="append", default=[], metavar="PASS")
-    g.add_argument("--print-ir-before", action="append", default=[], metavar="PASS")
-    g.add_argument("--print-ir-tree-dir", metavar="DIR",
-                   help="write the IR after each pass into DIR, one file per pass")
-
-
 def command(args: argparse.Namespace) -> int:
-    check_pass_names(args.print_ir_after, "--print-ir-after")
-    check_pass_names(args.print_ir_before, "--print-ir-before")
+    dumps = dump_options(args)
     passes = None if args.passes is not None else _stage(args)   # -p: the text as given
     if args.print_pipeline:
         print(args.passes if passes is None else pipeline_text(passes))
@@ -92,11 +81,6 @@ def command(args: argparse.Namespace) -> int:
     timing = Timing() if args.timing else NoTiming()
     with timing.scope("Parse"):
         ctx, module = driver.load(args.input)
-    dumps = DumpOptions(
-        before_all=args.print_ir_before_all, after_all=args.print_ir_after_all,
-        before=set(args.print_ir_before), after=set(args.print_ir_after),
-        tree_dir=Path(args.print_ir_tree_dir) if args.print_ir_tree_dir else None,
-        debuginfo=args.print_debuginfo)
     before = ptx_records(module) if args.stats else None
     stats_only = args.stats and args.output is None and args.emit is None and passes is not None
     note = None
@@ -135,9 +119,8 @@ def _check_output(args: argparse.Namespace) -> None:
     if args.passes is not None or args.emit is not None:
         raise QgcError("error: -o writes the compiled layers of a full compilation; drop "
                        "-p/--emit", status=2)
-    directory = Path(args.output).resolve().parent
-    if not directory.is_dir():
-        raise QgcError(f"error: cannot write '{args.output}': no directory '{directory}'", 2)
+    from qgc.runtime.layers_file import check_output_file
+    check_output_file(args.output)
 
 
 def _stage(args: argparse.Namespace) -> Passes:
