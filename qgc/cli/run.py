@@ -23,7 +23,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("run", prog="qgc run", help="run one kernel launch on an engine",
                             description="Run one kernel launch.")
     p.add_argument("input", help="PTX file")
-    p.add_argument("--launch", required=True, help="launch JSON (DESIGN §3)")
+    p.add_argument("--launch", required=True, help="launch JSON (docs/launch.md)")
     p.add_argument("--engine", choices=ENGINES, default="ref")
     p.add_argument("--warp-size", type=int, default=4, help="lanes per warp (ref engine)")
     p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
