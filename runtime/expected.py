@@ -121,8 +121,13 @@ def check_expected(path: str | Path, launch: Launch, buffers: list[list | None],
     """Compare `buffers` (the run's result) with the file at `path`; returns
     how many buffers were compared, or raises `MismatchError` naming the first
     difference (and how many elements of that buffer differ)."""
-    expectations = load_expected(path, launch, warp_size)
-    where = str(path)
+    return compare(load_expected(path, launch, warp_size), launch, buffers, str(path))
+
+
+def compare(expectations: list[Expectation], launch: Launch, buffers: list[list | None],
+            where: str) -> int:
+    """`check_expected` with the file read already (`load_expected`): a bad
+    file is said before the run, a difference after it."""
     for e in expectations:
         arg, got = launch.args[e.index], buffers[e.index] or []
         label = f"args[{e.index}]" + (f" '{arg.name}'" if arg.name else "")

@@ -363,6 +363,16 @@ def test_expect_names_the_first_difference(tmp_path, capsys):
                                 "[32]]\n")
 
 
+def test_a_bad_expected_file_is_said_before_the_run(tmp_path, capsys):
+    from conftest import EXAMPLES
+    missing = tmp_path / "nope.json"
+    status, out, err = run_cli(capsys, EXAMPLES / "dot" / "dot.ptx", "--launch",
+                               EXAMPLES / "dot" / "launch.json", "--expect", missing)
+    assert (status, out) == (2, "")
+    assert err == f"{missing}: error: cannot read the expected-result file: No such file or " \
+                  "directory\n"
+
+
 def test_expect_reads_the_suite_form_with_its_checks(tmp_path):
     from qgc.runtime.expected import MismatchError, check_expected
     launch = load_launch({"grid": 1, "block": 4, "params": [
