@@ -57,6 +57,12 @@ class Activity:
     heads: np.ndarray        # [tokens, layers, heads] bool
     groups: np.ndarray       # [tokens, layers, groups] uint8: neurons fired per group
     group_sizes: np.ndarray  # [groups]: neurons in each group (the last may be short)
+    roles: tuple[str, ...] = ()  # per layer: "text mute", "step" or "readout"
+
+    def role(self, layer: int) -> str:
+        if self.roles:
+            return self.roles[layer]
+        return "readout" if layer == self.layers - 1 else "step"
 
     def __len__(self) -> int:
         return self.heads.shape[0]
@@ -76,6 +82,9 @@ class ActivityRecorder:
         if not 0 < n_compiled <= len(layers):
             raise ValueError(f"{n_compiled} compiled layers of a model with {len(layers)}")
         self.layers = list(layers)[:n_compiled]
+        muted = getattr(model, "qgc_text_mute", None) is not None
+        self.roles = tuple("text mute" if muted and i == 0 else
+                           "readout" if i == n_compiled - 1 else "step" for i in range(n_compiled))
         if any(getattr(layer, "linear_attn", None) is None for layer in self.layers):
             raise ValueError("compiled layers are linear-attention layers")
         config = model.config
@@ -131,7 +140,7 @@ class ActivityRecorder:
 
         return Activity(stack(self._heads, self.n_heads, bool),
                         stack(self._groups, len(self.group_sizes), np.uint8),
-                        self.group_sizes.copy())
+                        self.group_sizes.copy(), self.roles)
 
 
 @dataclass
@@ -139,16 +148,50 @@ class _Row:
     layer: int
     half: str        # "attn" or "mlp"
     values: np.ndarray   # [tokens] in [0, 1]
+    label: str       # which head, or which neurons
 
 
 def _rows(activity: Activity) -> list[_Row]:
+    """Per layer (numbered as the merged model's tensors, `model.layers.N`),
+    its value heads, then its neuron groups."""
     rows = []
     for layer in range(activity.layers):
         for h in range(activity.heads.shape[2]):
-            rows.append(_Row(layer, "attn", activity.heads[:, layer, h].astype(np.float32)))
+            rows.append(_Row(layer, "attn", activity.heads[:, layer, h].astype(np.float32),
+                             f"{layer}: head {h}"))
+        first = 0
         for g, size in enumerate(activity.group_sizes):
-            rows.append(_Row(layer, "mlp", activity.groups[:, layer, g] / np.float32(size)))
+            rows.append(_Row(layer, "mlp", activity.groups[:, layer, g] / np.float32(size),
+                             f"{layer}: neurons {first}-{first + size - 1}"))
+            first += size
     return rows
+
+
+def _shade(colour: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """White → `colour`; any firing at least a quarter strong, to be seen."""
+    strength = np.where(values > 0, 0.25 + 0.75 * values, 0.0)[..., None]
+    return 1 - strength * (1 - colour)
+
+
+def _colour_scales(fig, ax, height: float) -> None:
+    """One colour bar per half, at the top with the token axis: the share of
+    a group's neurons that fired, and whether a head read a written row."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import BoundaryNorm, ListedColormap, Normalize
+
+    bars = dict(ax=ax, location="top", fraction=0.18 / height, pad=0.3 / height,
+                shrink=0.45, anchor=(0.0, 0.0), panchor=(0.0, 1.0))
+    share = np.linspace(0, 1, 256)
+    mlp = fig.colorbar(ScalarMappable(Normalize(0, 1), ListedColormap(_shade(MLP_RGB, share))),
+                       **bars)
+    mlp.set_label(f"MLP: share of a group's {GROUP} neurons that fired", fontsize=7)
+    heads = fig.colorbar(ScalarMappable(BoundaryNorm([0, 0.5, 1], 2),
+                                        ListedColormap(_shade(HEAD_RGB, np.array([0.0, 1.0])))),
+                         ticks=[0.25, 0.75], **bars)
+    heads.ax.set_xticklabels(["no", "yes"])
+    heads.set_label("linear attention: the head read a written row", fontsize=7)
+    for bar in (mlp, heads):
+        bar.ax.tick_params(labelsize=6)
 
 
 def _columns(values: np.ndarray, per: int) -> np.ndarray:
@@ -158,6 +201,48 @@ def _columns(values: np.ndarray, per: int) -> np.ndarray:
     padded = np.zeros((values.shape[0], cols * per), dtype=values.dtype)
     padded[:, :n] = values
     return padded.reshape(values.shape[0], cols, per).max(-1)
+
+
+def _label_rows(ax, rows: list[_Row], activity: Activity) -> list[str]:
+    """Each row its head or neurons on the left; each layer half its tensor
+    name and role on the right, between separators."""
+    ax.set_yticks(range(len(rows)), [r.label for r in rows], fontsize=4)
+    ax.set_ylabel("model.layers.N: head, or MLP neurons")
+    right = ax.secondary_yaxis("right")
+    ticks, labels = [], []
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or (rows[i].layer, rows[i].half) != (rows[start].layer, rows[start].half):
+            r = rows[start]
+            ticks.append((start + i - 1) / 2)
+            role = activity.role(r.layer)
+            labels.append(f"model.layers.{r.layer} {r.half}"
+                          + ("" if role == "step" else f" ({role})"))
+            if i < len(rows):
+                new_layer = rows[i].layer != r.layer
+                ax.axhline(i - 0.5, color="black" if new_layer else "grey",
+                           linewidth=0.8 if new_layer else 0.3)
+            start = i
+    right.set_yticks(ticks, labels, fontsize=6)
+    return labels
+
+
+def _label_tokens(ax, tokens: Sequence[P.Token], per: int, n_cols: int, width: float) -> None:
+    """Every token's spelling where the width holds them, else EXEC / END /
+    TRAP; a label is dropped where it would overlap the one before (a rotated
+    5-point label takes about 9 pixels). The axis is drawn at the top and
+    the bottom, so a tall picture shows it wherever one looks."""
+    gap = 9 * n_cols / (width * 100 * 0.85)
+    marks = range(len(tokens)) if per == 1 and gap <= 1 else \
+        [i for i, t in enumerate(tokens) if t.kind in LABELLED]
+    kept: list[int] = []
+    for i in marks:
+        if not kept or i // per - kept[-1] // per >= gap:
+            kept.append(i)
+    ax.set_xticks([i // per for i in kept], [tokens[i].spelled() for i in kept],
+                  rotation=90, fontsize=5)
+    ax.tick_params(axis="x", top=True, labeltop=True)
+    ax.set_xlabel("token" if per == 1 else f"token ({per} per column, the most fired)")
 
 
 def draw_trace(activity: Activity, tokens: Sequence[P.Token], path: str | Path,
@@ -189,13 +274,11 @@ def draw_trace(activity: Activity, tokens: Sequence[P.Token], path: str | Path,
         values, fed = _columns(values, per), _columns(fed[None], per)[0]
     n_cols = values.shape[1]
 
-    # white → the half's colour; any firing at least a quarter strong, to be seen
-    strength = np.where(values > 0, 0.25 + 0.75 * values, 0.0)[..., None]
     colour = np.where(is_attn[:, None, None], HEAD_RGB, MLP_RGB)
-    rgb = 1 - strength * (1 - colour)
+    rgb = _shade(colour, values)
     rgb[:, fed == 0] = UNRUN_RGB
 
-    width = min(80.0, max(8.0, 2.5 + 0.06 * n_cols))
+    width = min(80.0, max(10.0, 4.5 + 0.06 * n_cols))
     height = min(80.0, max(4.0, 2.0 + 0.09 * len(rows)))
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
     ax = fig.add_subplot()
@@ -204,43 +287,16 @@ def draw_trace(activity: Activity, tokens: Sequence[P.Token], path: str | Path,
                   extent=(-0.5, n_cols - 0.5, len(rows) - 0.5, -0.5))
     ax.set_xlim(-0.5, max(n_cols, 1) - 0.5)
     ax.set_ylim(max(len(rows), 1) - 0.5, -0.5)
-
-    # a label and a separator per layer half (halves with no row drawn get none)
-    ticks, labels = [], []
-    start = 0
-    for i in range(1, len(rows) + 1):
-        if i == len(rows) or (rows[i].layer, rows[i].half) != (rows[start].layer, rows[start].half):
-            r = rows[start]
-            name = "readout" if r.layer == activity.layers - 1 else f"L{r.layer}"
-            ticks.append((start + i - 1) / 2)
-            labels.append(f"{name} {r.half}")
-            if i < len(rows):
-                new_layer = rows[i].layer != r.layer
-                ax.axhline(i - 0.5, color="black" if new_layer else "grey",
-                           linewidth=0.8 if new_layer else 0.3)
-            start = i
-    ax.set_yticks(ticks, labels, fontsize=6)
-
-    # every token's spelling where the width holds them, else EXEC / END / TRAP;
-    # a label is dropped where it would overlap the one before (a rotated
-    # 5-point label takes about 9 pixels)
-    gap = 9 * n_cols / (width * 100 * 0.85)
-    marks = range(len(tokens)) if per == 1 and gap <= 1 else \
-        [i for i, t in enumerate(tokens) if t.kind in LABELLED]
-    kept: list[int] = []
-    for i in marks:
-        if not kept or i // per - kept[-1] // per >= gap:
-            kept.append(i)
-    marks = kept
-    ax.set_xticks([i // per for i in marks], [tokens[i].spelled() for i in marks],
-                  rotation=90, fontsize=5)
-    ax.set_xlabel("token" if per == 1 else f"token ({per} per column, the most fired)")
+    halves = _label_rows(ax, rows, activity)
+    _label_tokens(ax, tokens, per, n_cols, width)
+    _colour_scales(fig, ax, height)
 
     unit = f", {per} tokens per column" if per > 1 else ""
     fig.suptitle("\n".join([
         title,
         f"{n_tokens} tokens ({len(activity)} fed{unit}); {len(rows)} rows drawn, {omitted} "
         "never-firing rows omitted",
+        "rows: model.layers.N, as the merged model's tensors are named",
         f"blue: a head read a written row; orange: share of a group's {GROUP} neurons that "
         "fired; grey: not fed"]), fontsize=8)
 
@@ -256,4 +312,5 @@ def draw_trace(activity: Activity, tokens: Sequence[P.Token], path: str | Path,
         Path(tmp).unlink(missing_ok=True)
         raise
     return {"tokens": n_tokens, "fed": len(activity), "rows": len(rows), "omitted": omitted,
-            "tokens_per_column": per, "path": str(path)}
+            "tokens_per_column": per, "path": str(path),
+            "row_labels": [r.label for r in rows], "layer_labels": halves}

@@ -163,3 +163,21 @@ def test_a_failed_write_leaves_the_old_file(run, tmp_path, monkeypatch):
         draw_trace(run.activity, run.result.tokens, path)
     assert path.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dot.png"]
+
+
+def test_the_png_says_what_each_row_is(run, tmp_path):
+    """Rows labelled by head or neuron range, layers named as the merged
+    model's tensors (`model.layers.N`, the text mute's marker layer first, the
+    readout last), whatever rows the collapse keeps."""
+    summary = draw_trace(run.activity, run.result.tokens, tmp_path / "t.png", collapse=False)
+    heads = run.config.linear_num_value_heads
+    groups = len(run.activity.group_sizes)
+    assert summary["row_labels"][:heads + 1] == \
+        [f"0: head {h}" for h in range(heads)] + [f"0: neurons 0-{GROUP - 1}"]
+    last = run.n_compiled - 1
+    assert summary["row_labels"][-1].startswith(f"{last}: neurons ")
+    assert len(summary["row_labels"]) == run.n_compiled * (heads + groups)
+    assert summary["layer_labels"][:3] == ["model.layers.0 attn (text mute)",
+                                           "model.layers.0 mlp (text mute)",
+                                           "model.layers.1 attn"]
+    assert summary["layer_labels"][-1] == f"model.layers.{last} mlp (readout)"
