@@ -74,15 +74,19 @@ class Activity:
 
 class ActivityRecorder:
     """Forward hooks on the first `n_compiled` layers of a merged model (the
-    compiled layers and the readout), recording `Activity` while inside
-    `with`; the hooks are removed on exit."""
+    text mute's marker layer, the compiled layers and the readout), recording
+    `Activity` while inside `with`; the hooks are removed on exit."""
 
-    def __init__(self, model: Any, n_compiled: int, threshold: float = FIRED):
+    def __init__(self, model: Any, n_compiled: int, threshold: float = FIRED,
+                 text_mute: bool | None = None):
         layers = model.model.layers
         if not 0 < n_compiled <= len(layers):
             raise ValueError(f"{n_compiled} compiled layers of a model with {len(layers)}")
         self.layers = list(layers)[:n_compiled]
-        muted = getattr(model, "qgc_text_mute", None) is not None
+        # the marker layer comes first where the merge made one (a model loaded
+        # from a checkpoint does not carry the plan: its qgc.json says)
+        muted = getattr(model, "qgc_text_mute", None) is not None if text_mute is None \
+            else text_mute
         self.roles = tuple("text mute" if muted and i == 0 else
                            "readout" if i == n_compiled - 1 else "step" for i in range(n_compiled))
         if any(getattr(layer, "linear_attn", None) is None for layer in self.layers):

@@ -6,11 +6,12 @@ same merge: one model, whichever the input."""
 from __future__ import annotations
 
 import argparse
+from contextlib import nullcontext
 from pathlib import Path
 
 from qgc.cli.common import add_base_flags, say
 from qgc.protocol import BANK_WORDS
-from qgc.runtime.launch import load_launch
+from qgc.runtime.launch import blame, load_launch
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -18,7 +19,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "build", prog="qgc build", help="write the merged model as a stock checkpoint",
         description="Write the merged model (compiled layers in front of "
         "the base) as a stock transformers checkpoint directory.")
-    p.add_argument("input", help="PTX file, or a layers file from `qgc K.ptx -o F.safetensors`")
+    p.add_argument("input", help="PTX file (.ptx or .mlir), a layers file from "
+                   "`qgc K.ptx -o F.safetensors`, or - (PTX or IR on the standard input)")
     p.add_argument("-o", "--output", required=True, metavar="DIR")
     p.add_argument("--dtype", choices=("float32", "bfloat16"), default="bfloat16")
     add_base_flags(p)
@@ -47,7 +49,8 @@ def command(args: argparse.Namespace) -> int:
         layers = read_layers(args.input)
     else:
         launch = load_launch(Path(args.launch)) if args.launch else None
-        layers = compile_layers(args.input, config, launch, args.mem_words)
+        with blame(launch) if launch else nullcontext():
+            layers = compile_layers(args.input, config, launch, args.mem_words)
     model, info = build(layers, args.input, args.base, args.base_config, config,
                         getattr(torch, args.dtype))
     save_checkpoint(model, layers.vocabulary, info, args.output, tokenizer_from=args.base)

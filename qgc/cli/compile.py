@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from qgc import __version__, driver
@@ -24,7 +25,7 @@ from qgc.pipeline import (
     up_to,
 )
 from qgc.protocol import BANK_WORDS, MAX_MEMORY_WORDS
-from qgc.runtime.launch import load_launch
+from qgc.runtime.launch import blame, load_launch
 from qgc.stats import collect_stats, format_stats, ptx_records
 from qgc.timing import NoTiming, Timing
 
@@ -83,13 +84,8 @@ def command(args: argparse.Namespace) -> int:
         ctx, module = driver.load(args.input)
     before = ptx_records(module) if args.stats else None
     stats_only = args.stats and args.output is None and args.emit is None and passes is not None
-    note = None
-    if stats_only:    # resources of every level that fits, a level that does not is said
-        note = _stats_compile(ctx, module, passes, dumps, timing, launch)
-    elif launch is not None and passes is not None:
-        driver.apply_for_launch(ctx, module, passes, launch, dumps, timing)
-    else:
-        driver.apply(ctx, module, args.passes if passes is None else passes, dumps, timing)
+    with blame(launch) if launch else nullcontext():   # a launch error names its file
+        note = _compile(args, ctx, module, passes, dumps, timing, launch, stats_only)
     if args.output is not None:
         from qgc.codegen import write_compiled  # numpy and the weights: the -o path only
         with timing.scope("Output"):
@@ -99,10 +95,25 @@ def command(args: argparse.Namespace) -> int:
         with timing.scope("Output"):
             driver.print_ir(module, sys.stdout, args.print_debuginfo)
     if args.stats:
-        report_stats(collect_stats(module, launch, before, note), args.stats)
+        with blame(launch) if launch else nullcontext():
+            stats = collect_stats(module, launch, before, note)
+        report_stats(stats, args.stats)
     if args.timing:
         timing.report(sys.stderr)
     return 0
+
+
+def _compile(args, ctx, module, passes: Passes | None, dumps: DumpOptions, timing: Timing,
+             launch, stats_only: bool) -> str | None:
+    """Run the pipeline; for `--stats` alone, as far as the levels go (the
+    note says why a level is missing)."""
+    if stats_only:
+        return _stats_compile(ctx, module, passes, dumps, timing, launch)
+    if launch is not None and passes is not None:
+        driver.apply_for_launch(ctx, module, passes, launch, dumps, timing)
+    else:
+        driver.apply(ctx, module, args.passes if passes is None else passes, dumps, timing)
+    return None
 
 
 def report_stats(stats: dict, form: str) -> None:

@@ -13,7 +13,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "drift", prog="qgc drift", help="measure the merged model's drift on text",
         description="KL and top-1 agreement of next-token distributions, "
         "base against merged model, on text; the residual's change at the compiled layers' exit.")
-    p.add_argument("input", help="PTX file")
+    p.add_argument("input", help="PTX file (.ptx or .mlir), or - for the standard input")
     add_base_flags(p)
     p.add_argument("--dtypes", default="float32,bfloat16")
     p.add_argument("--sequences", type=int, default=4, help="text sequences")

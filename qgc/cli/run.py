@@ -5,6 +5,9 @@ its path only: the `ref` engine never imports torch (nor the tensor level)."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -22,11 +25,14 @@ ENGINE_STAGES = {"ref": "ptx", "simt": "simt", "tensor": "tensor", "model": "ten
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("run", prog="qgc run", help="run one kernel launch on an engine",
                             description="Run one kernel launch.")
-    p.add_argument("input", help="PTX file")
+    p.add_argument("input", help="PTX file (.ptx or .mlir), or - for the standard input")
     p.add_argument("--launch", required=True, help="launch JSON (docs/launch.md)")
     p.add_argument("--engine", choices=ENGINES, default="ref")
-    p.add_argument("--warp-size", type=int, default=4, help="lanes per warp (ref engine)")
-    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    p.add_argument("--warp-size", type=int, help="lanes per warp, a power of two up to 32 "
+                   "(ref engine; default 4, the machine's)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16"),
+                   help="model engine: the merged model's dtype (default float32; a built "
+                        "checkpoint runs in its own)")
     p.add_argument("--max-steps", type=_positive, metavar="N",
                    help="stop a launch past N steps (warp instructions on ref, EXEC steps "
                         "otherwise; default: " + ", ".join(
@@ -34,6 +40,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--expect", metavar="FILE",
                    help="compare the buffers with an expected-result file bit for bit "
                         "(docs/launch.md); exit status 1 at the first difference")
+    p.add_argument("--stats", nargs="?", const="text", choices=("text", "json"),
+                   help="what the launch did (steps, tokens, memory, seconds) on stderr; "
+                        "--stats=json: one JSON object")
     add_base_flags(p)
     g = p.add_argument_group("model engine")
     g.add_argument("--model", metavar="DIR", help="run on a checkpoint `qgc build` wrote")
@@ -48,33 +57,67 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=command)
 
 
+#: flags that only some engines take (dest → the engines); any other flag is every engine's
+ENGINE_FLAGS = {"warp_size": ("ref",), "dtype": ("model",), "base": ("model",),
+                "base_config": ("model",), "model": ("model",), "generate": ("model",),
+                "replay": ("model",), "trace_png": ("model",)}
+
+
 def command(args: argparse.Namespace) -> int:
-    if args.engine not in ENGINE_STAGES:
-        raise QgcError(f"error: engine `{args.engine}` does not exist yet (available: "
-                       f"{', '.join(ENGINE_STAGES)})", status=2)
-    if not 1 <= args.warp_size <= 32:
-        raise QgcError(f"error: --warp-size must be 1..32, got {args.warp_size}", status=2)
-    model_flags = [f for f in ("model", "generate", "replay", "trace_png") if getattr(args, f)]
-    if model_flags and args.engine != "model":
-        raise QgcError(f"error: --{model_flags[0].replace('_', '-')} is a flag of the model "
-                       "engine (--engine model)", status=2)
-    if args.engine == "simt" and args.warp_size != 4:
-        raise QgcError("error: the simt engine runs warps of 4 lanes (--warp-size 4)", status=2)
+    _check_engine_flags(args)
     launch = load_launch(Path(args.launch))
     step, default_steps = STEP_LIMITS[args.engine]
     args.max_steps = args.max_steps or default_steps
-    warp_size = args.warp_size if args.engine == "ref" else 4
+    warp_size = args.warp_size or 4
     if args.expect:    # a bad expected file is said before the run
         from qgc.runtime.expected import compare, load_expected
         expected = load_expected(args.expect, launch, warp_size)
+    start = time.perf_counter()
     with blame(launch):    # the engines check the launch against the kernel
         check_steps(launch, args.max_steps, step, warp_size)    # before compiling
-        buffers = _run(args, launch)
-    print(format_result(buffers), flush=True)
+        result = _run(args, launch, warp_size)
+    seconds = time.perf_counter() - start
+    print(format_result(result.buffers), flush=True)
+    if args.stats:
+        _report(args, result.stats, seconds)
     if args.expect:
-        count = compare(expected, launch, buffers, args.expect)
+        count = compare(expected, launch, result.buffers, args.expect)
         say(f"{count} buffer{'s' if count != 1 else ''} equal to {args.expect}")
     return 0
+
+
+def _check_engine_flags(args: argparse.Namespace) -> None:
+    """One rule: a flag given to an engine that does not take it is refused."""
+    if args.warp_size is not None and (not 1 <= args.warp_size <= 32
+                                       or args.warp_size & (args.warp_size - 1)):
+        raise QgcError(f"error: --warp-size must be a power of two in 1..32, got "
+                       f"{args.warp_size}", status=2)
+    for dest, engines in ENGINE_FLAGS.items():
+        value = getattr(args, dest)
+        given = value not in (None, False) and not (dest == "base"
+                                                    and value == os.environ.get("QGC_BASE"))
+        if given and args.engine not in engines:
+            takers = " and ".join(engines)
+            raise QgcError(f"error: --{dest.replace('_', '-')} is a flag of the {takers} engine; "
+                           f"--engine {args.engine} does not take it", status=2)
+
+
+def _report(args: argparse.Namespace, stats: dict, seconds: float) -> None:
+    """`--stats`: the engine's own counts and the wall time, on stderr."""
+    record = {"engine": args.engine, "seconds": round(seconds, 6), **stats}
+    if args.stats == "json":
+        print(json.dumps(record), file=sys.stderr)
+        return
+    counts = ", ".join(f"{k.replace('_', ' ')} {_show(v)}" for k, v in stats.items())
+    say(f"info: launch on the {args.engine} engine in {seconds:.3f} s: {counts}")
+
+
+def _show(value) -> str:
+    if isinstance(value, dict):
+        return "(" + ", ".join(f"{k} {_show(v)}" for k, v in value.items()) + ")"
+    if isinstance(value, list | tuple):
+        return " ".join(map(str, value))
+    return str(value)
 
 
 def _positive(text: str) -> int:
@@ -83,17 +126,17 @@ def _positive(text: str) -> int:
     return int(text)
 
 
-def _run(args: argparse.Namespace, launch) -> list[list | None]:
+def _run(args: argparse.Namespace, launch, warp_size: int):
     if args.engine == "model":    # compiles for its base config (or runs a built checkpoint)
-        return run_model(args, launch).buffers
+        return run_model(args, launch)
     ctx, module = driver.load(args.input)
     if args.engine == "simt":
-        return _run_simt(ctx, module, launch, args.max_steps).buffers
+        return _run_simt(ctx, module, launch, args.max_steps)
     if args.engine == "tensor":
-        return _run_tensor(ctx, module, launch, args.max_steps).buffers
+        return _run_tensor(ctx, module, launch, args.max_steps)
     from qgc.runtime.ref import run_ref
     driver.apply(ctx, module, stage("ptx"))
-    return run_ref(module, launch, warp_size=args.warp_size, max_steps=args.max_steps).buffers
+    return run_ref(module, launch, warp_size=warp_size, max_steps=args.max_steps)
 
 
 def _run_simt(ctx, module, launch, max_steps: int):
@@ -130,35 +173,43 @@ def run_model(args: argparse.Namespace, launch):
     import torch  # torch and the model: this path only
 
     from qgc.merged_model import built_model, compile_machine, merged_model
+    from qgc.runtime.checkpoint import describe_layers, read_info
     from qgc.runtime.model import load_text_config
     from qgc.runtime.trace import run_trace, tensor_stepper
-    dtype = getattr(torch, args.dtype)
+    asked = getattr(torch, args.dtype) if args.dtype else None
     if args.model:
         model, kernel, program, vocab, base_vocab, compiled_layers = \
-            built_model(args.model, args.input, launch, dtype)
+            built_model(args.model, args.input, launch, asked)
+        mute = bool(read_info(args.model)["layers"]["text_mute"])
     else:
+        dtype = asked or torch.float32
         config = load_text_config(args.base or args.base_config)
         machine, kernel = compile_machine(args.input, config, launch)
         model, base_vocab = merged_model(machine, args.base, config, dtype)
         program, vocab = machine.compiled.program, machine.vocab
         compiled_layers = model.config.num_hidden_layers - config.num_hidden_layers
-    recorder = _recorder(args, model, compiled_layers)
+        mute = model.qgc_text_mute is not None
+    recorder = _recorder(args, model, compiled_layers, mute)
     start = time.perf_counter()
     with recorder:
         if args.replay:
             from qgc.runtime.model_engine import replay_check
             result = run_trace(kernel, vocab, launch, tensor_stepper(program, vocab),
                                args.max_steps)
-            replay_check(model, vocab, base_vocab, result.tokens, result.predicted)
+            checked = replay_check(model, vocab, base_vocab, result.tokens, result.predicted)
+            say(f"replay: checked {checked['checked']} of {checked['tokens']} tokens (every "
+                "token the model names) against its argmax")
         else:
             result = run_trace(kernel, vocab, launch, _stepper(args, model, vocab, base_vocab),
                                args.max_steps)
     seconds = time.perf_counter() - start
     st = result.stats
     mode = "replay" if args.replay else "generate" if args.generate else "decode"
-    say(f"model engine ({mode}, {args.dtype}): {st['tokens']} tokens ({st['prompt_tokens']} "
-        f"prompt, {st['trace_tokens']} trace), {st['exec_steps']} steps, {compiled_layers} "
-        f"compiled layers in front of {model.config.num_hidden_layers - compiled_layers}; "
+    layers = describe_layers(compiled_layers - 1 - mute, mute)
+    say(f"model engine ({mode}, {str(model.dtype).removeprefix('torch.')}): {st['tokens']} "
+        f"tokens ({st['prompt_tokens']} prompt, {st['trace_tokens']} trace), "
+        f"{st['exec_steps']} steps, {layers} in front of "
+        f"{model.config.num_hidden_layers - compiled_layers}; "
         f"{st['tokens'] / seconds:.1f} tokens/s")
     if args.trace_png:
         _draw(args, recorder, result)
@@ -180,11 +231,11 @@ class _NoRecorder:
         return False
 
 
-def _recorder(args: argparse.Namespace, model, compiled_layers: int):
+def _recorder(args: argparse.Namespace, model, compiled_layers: int, text_mute: bool):
     if not args.trace_png:
         return _NoRecorder()
     from qgc.runtime.trace_png import ActivityRecorder
-    return ActivityRecorder(model, compiled_layers)
+    return ActivityRecorder(model, compiled_layers, text_mute=text_mute)
 
 
 def _draw(args: argparse.Namespace, recorder, result) -> None:
