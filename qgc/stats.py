@@ -156,7 +156,9 @@ def tensor_records(module: builtin.ModuleOp) -> list[dict[str, object]]:
                 per_layer[op.placed_layer] += op.neuron_count()
             for m in memories.values():
                 heads[m.placed_layer] += 1
-            record.update(layers=layers, hidden=p.limit("hidden"),
+            from qgc.runtime.checkpoint import describe_layers
+            record.update(layers=layers, compiled_layers=describe_layers(layers, None),
+                          hidden=p.limit("hidden"),
                           neurons_per_layer=per_layer, heads_per_layer=heads,
                           gate_margins=_margins(p, layers))
         out.append(record)
@@ -168,7 +170,8 @@ def tensor_line(r: dict) -> str:
             f"threshold ops ({r['bits']} bits, {r['neurons']} neurons), {r['memory_heads']} "
             "memory heads")
     if "layers" in r:
-        line += (f"; {r['layers']} layers of hidden {r['hidden']}: MLP neurons per layer "
+        line += (f"; {r['compiled_layers']}, the {r['layers']} step layers of hidden "
+                 f"{r['hidden']}: MLP neurons per layer "
                  f"{' '.join(map(str, r['neurons_per_layer']))}; heads per layer "
                  f"{' '.join(map(str, r['heads_per_layer']))}; smallest gate margin per layer "
                  f"{' '.join(r['gate_margins'])} (|G| in units, exact from 1/2 "

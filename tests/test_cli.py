@@ -199,7 +199,7 @@ def test_stats_at_the_ptx_level():
     margins = re.search(r"smallest gate margin per layer ((?:\S+ )+)\(", proc.stderr)
     assert margins, proc.stderr
     values = margins[1].split()
-    layers = int(re.search(r"(\d+) layers of hidden", proc.stderr)[1])
+    layers = int(re.search(r"the (\d+) step layers of hidden", proc.stderr)[1])
     assert len(values) == layers and all(v in ("1/2", "1", "-") for v in values), values
 
 
