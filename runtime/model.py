@@ -18,14 +18,11 @@ from pathlib import Path
 
 import torch
 from huggingface_hub.errors import StrictDataclassError
-from tqdm import tqdm
 from transformers.models.qwen3_5 import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 from qgc.base_config import config_error, read_config_dict, resolve_config_path
 from qgc.diagnostics import QgcError
-
-#: Building a model this wide (the 2B's) or wider shows a progress bar.
-PROGRESS_HIDDEN = 2048
+from qgc.progress import progress
 
 
 def load_text_config(name_or_path: str | Path | None = None) -> Qwen3_5TextConfig:
@@ -149,17 +146,16 @@ def _materialise_layers(merged: Qwen3_5ForCausalLM, states: list[dict[str, torch
         taken.add(tensor.untyped_storage().data_ptr())
         return tensor
 
-    big = merged.config.hidden_size >= PROGRESS_HIDDEN
-    for index, state in enumerate(tqdm(states, desc="qgc: compiled layers", unit="layer",
-                                       disable=not big, file=sys.stderr)):
-        layer = merged.model.layers[index].to_empty(device="cpu")
-        missing = set(layer.state_dict()) - set(state)
-        if missing:
-            raise QgcError(f"error: compiled layer {index} lacks {sorted(missing)[0]} "
-                           f"(and {len(missing) - 1} more)", 2)
-        # assign: the dense tensors become the parameters, no second copy
-        layer.load_state_dict({k: own(v) for k, v in state.items()}, assign=True)
-        layers.append(layer)
+    with progress(states, desc="merging the compiled layers", unit="layer") as bar:
+        for index, state in enumerate(bar):
+            layer = merged.model.layers[index].to_empty(device="cpu")
+            missing = set(layer.state_dict()) - set(state)
+            if missing:
+                raise QgcError(f"error: compiled layer {index} lacks {sorted(missing)[0]} "
+                               f"(and {len(missing) - 1} more)", 2)
+            # assign: the dense tensors become the parameters, no second copy
+            layer.load_state_dict({k: own(v) for k, v in state.items()}, assign=True)
+            layers.append(layer)
     return layers
 
 

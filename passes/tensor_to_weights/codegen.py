@@ -454,9 +454,9 @@ def compile_program(program: T.ProgramOp, config: Any) -> CompiledProgram:
             used[layer].append(op.head.value.data)
             _compile_memory(layers[layer], op, writes.get(op.memory_name),
                             reads.get(op.memory_name), coords, config, groups)
-    neurons = [_compile_mlp(layers[i], thresholds.get(i, []), coords, groups)
-               for i in progress(range(n_layers), desc=f"codegen {program.program_name}",
-                                 unit="layer")]
+    with progress(range(n_layers), desc=f"codegen {program.program_name}",
+                  unit="layer") as bar:
+        neurons = [_compile_mlp(layers[i], thresholds.get(i, []), coords, groups) for i in bar]
     for i, n in enumerate(neurons):
         if n > config.intermediate_size:
             raise CodegenError(f"layer {i} of tensor program '{program.program_name}' needs {n} "
