@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLES, small_base_config
+from conftest import EXAMPLES, FUZZ_INPUTS, small_base_config
 from qgc.cli import main
 from qgc.diagnostics import QgcError
 from qgc.runtime.layers_file import JSON_FIELDS, checked_layers, read_layers
@@ -61,19 +61,20 @@ def header_length(data: bytes) -> int:
 
 @FUZZ
 @given(cut=st.floats(0, 1, exclude_max=True), at_header=st.booleans())
-def test_truncated_files(valid, tmp_path_factory, cut, at_header):
+def test_truncated_files(valid, tmp_path_factory, cut, at_header, record_property):
     path, data, *_ = valid
     end = header_length(data) if at_header else len(data)
     broken = tmp_path_factory.mktemp("cut") / "f.safetensors"
     broken.write_bytes(data[:int(cut * end)])
     TRIED["truncated"] = TRIED.get("truncated", 0) + 1
+    record_property(FUZZ_INPUTS, TRIED["truncated"])    # the session summary counts the last
     assert outcome(lambda: read_layers(broken)) != "ok"
 
 
 @FUZZ
 @given(flips=st.lists(st.tuples(st.floats(0, 1), st.integers(1, 255)), min_size=1,
                       max_size=4))
-def test_flipped_header_bytes(valid, tmp_path_factory, flips):
+def test_flipped_header_bytes(valid, tmp_path_factory, flips, record_property):
     """Flips in the header (the length, the JSON of names, dtypes, offsets, metadata)."""
     path, data, *_ = valid
     mutated = bytearray(data)
@@ -82,15 +83,17 @@ def test_flipped_header_bytes(valid, tmp_path_factory, flips):
     broken = tmp_path_factory.mktemp("flip") / "f.safetensors"
     broken.write_bytes(bytes(mutated))
     TRIED["flipped"] = TRIED.get("flipped", 0) + 1
+    record_property(FUZZ_INPUTS, TRIED["flipped"])    # the session summary counts the last
     outcome(lambda: read_layers(broken))
 
 
 @FUZZ
 @given(data=st.binary(max_size=256))
-def test_random_bytes(tmp_path_factory, data):
+def test_random_bytes(tmp_path_factory, data, record_property):
     broken = tmp_path_factory.mktemp("random") / "f.safetensors"
     broken.write_bytes(data)
     TRIED["random"] = TRIED.get("random", 0) + 1
+    record_property(FUZZ_INPUTS, TRIED["random"])    # the session summary counts the last
     assert outcome(lambda: read_layers(broken)) != "ok"
 
 
@@ -126,7 +129,7 @@ def mutated_field(value, draw):
 
 @FUZZ
 @given(st.data())
-def test_mutated_metadata(valid, data):
+def test_mutated_metadata(valid, data, record_property):
     _, _, tensors, meta, _ = valid
     key = data.draw(st.sampled_from(sorted(meta)))
     changed = dict(meta)
@@ -140,12 +143,13 @@ def test_mutated_metadata(valid, data):
     else:
         changed[key] = str(data.draw(NUMBERS))
     TRIED["metadata"] = TRIED.get("metadata", 0) + 1
+    record_property(FUZZ_INPUTS, TRIED["metadata"])    # the session summary counts the last
     outcome(lambda: _checked(tensors, changed))
 
 
 @FUZZ
 @given(st.data())
-def test_mutated_tensors(valid, data):
+def test_mutated_tensors(valid, data, record_property):
     """A tensor dropped, added, of another dtype or shape, holding a NaN, or
     sparse indices out of range."""
     _, _, tensors, meta, _ = valid
@@ -173,6 +177,7 @@ def test_mutated_tensors(valid, data):
     else:
         return
     TRIED["tensors"] = TRIED.get("tensors", 0) + 1
+    record_property(FUZZ_INPUTS, TRIED["tensors"])    # the session summary counts the last
     assert outcome(lambda: _checked(changed, meta)) != "ok"
 
 
