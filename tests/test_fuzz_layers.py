@@ -89,7 +89,7 @@ def test_flipped_header_bytes(valid, tmp_path_factory, flips, record_property):
 
 @FUZZ
 @given(data=st.binary(max_size=256))
-def test_random_bytes(tmp_path_factory, data, record_property):
+def test_random_bytes(tmp_path_factory, record_property, data):
     broken = tmp_path_factory.mktemp("random") / "f.safetensors"
     broken.write_bytes(data)
     TRIED["random"] = TRIED.get("random", 0) + 1
@@ -129,7 +129,7 @@ def mutated_field(value, draw):
 
 @FUZZ
 @given(st.data())
-def test_mutated_metadata(valid, data, record_property):
+def test_mutated_metadata(valid, record_property, data):
     _, _, tensors, meta, _ = valid
     key = data.draw(st.sampled_from(sorted(meta)))
     changed = dict(meta)
@@ -149,7 +149,7 @@ def test_mutated_metadata(valid, data, record_property):
 
 @FUZZ
 @given(st.data())
-def test_mutated_tensors(valid, data, record_property):
+def test_mutated_tensors(valid, record_property, data):
     """A tensor dropped, added, of another dtype or shape, holding a NaN, or
     sparse indices out of range."""
     _, _, tensors, meta, _ = valid
