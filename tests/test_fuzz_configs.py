@@ -8,8 +8,6 @@ anything is sized by it."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import time
 
@@ -18,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLES, FUZZ_INPUTS
+from fuzzing import damaged_json, run_cli
 from qgc.base_config import NAMED_CONFIGS, resolve_config_path
-from qgc.cli import main
 from qgc.diagnostics import QgcError
 
 DOT = EXAMPLES / "dot" / "dot.ptx"
@@ -54,23 +52,7 @@ def mutated_configs(draw) -> dict:
 @st.composite
 def config_bytes(draw) -> bytes:
     """Valid JSON of a mutated config, or its bytes damaged, or noise."""
-    kind = draw(st.sampled_from(["json"] * 5 + ["truncated", "byte", "random"]))
-    if kind == "random":
-        return draw(st.binary(max_size=200))
-    raw = json.dumps(draw(mutated_configs())).encode()
-    if kind == "truncated":
-        return raw[:draw(st.integers(min_value=0, max_value=len(raw) - 1))]
-    if kind == "byte":
-        at = draw(st.integers(min_value=0, max_value=len(raw) - 1))
-        return raw[:at] + bytes([draw(st.integers(0, 255))]) + raw[at + 1:]
-    return raw
-
-
-def _cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(argv)
-    return status, out.getvalue(), err.getvalue()
+    return damaged_json(draw, draw(mutated_configs()))
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +70,7 @@ def test_fuzzed_base_configs_are_pipelines_or_diagnostics(config_file, record_pr
     def one(raw: bytes):
         config_file.write_bytes(raw)
         start = time.perf_counter()
-        status, out, err = _cli([str(DOT), "--emit=tensor", "--print-pipeline",
+        status, out, err = run_cli([str(DOT), "--emit=tensor", "--print-pipeline",
                                  "--base-config", str(config_file)])
         assert status in (0, 2), err
         assert "internal error" not in err and "Traceback" not in err, err

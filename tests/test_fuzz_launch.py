@@ -8,8 +8,6 @@ small: a launch is checked against its limits before anything is allocated."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import resource
 import time
@@ -19,7 +17,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLES, FUZZ_INPUTS
-from qgc.cli import main
+from fuzzing import damaged_json, run_cli
 
 #: Kernels whose launches are mutated: buffers, scalars and an offset, 64-bit
 #: values, shared memory and barriers, dynamic shared memory.
@@ -104,23 +102,7 @@ def _args(draw, launch: dict) -> None:
 def launch_bytes(draw) -> tuple[str, bytes]:
     """Valid JSON of a mutated launch, or its bytes damaged, or noise."""
     kernel, launch = draw(mutated_launches())
-    kind = draw(st.sampled_from(["json"] * 6 + ["truncated", "byte", "random"]))
-    if kind == "random":
-        return kernel, draw(st.binary(max_size=200))
-    raw = json.dumps(launch).encode()
-    if kind == "truncated":
-        return kernel, raw[:draw(st.integers(min_value=0, max_value=len(raw) - 1))]
-    if kind == "byte":
-        at = draw(st.integers(min_value=0, max_value=len(raw) - 1))
-        return kernel, raw[:at] + bytes([draw(st.integers(0, 255))]) + raw[at + 1:]
-    return kernel, raw
-
-
-def _cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(argv)
-    return status, out.getvalue(), err.getvalue()
+    return kernel, damaged_json(draw, launch, intact=6)
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +113,7 @@ def launch_file(tmp_path_factory):
 def test_fuzzed_launches_are_results_diagnostics_or_traps(launch_file, record_property):
     tried = []
     for kernel in KERNELS:      # the engines' first imports are not an input's time
-        _cli(["run", str(EXAMPLES / kernel / f"{kernel}.ptx"), "--launch",
+        run_cli(["run", str(EXAMPLES / kernel / f"{kernel}.ptx"), "--launch",
               str(EXAMPLES / kernel / "launch.json"), "--engine", "simt"])
     grown_from = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
 
@@ -142,7 +124,7 @@ def test_fuzzed_launches_are_results_diagnostics_or_traps(launch_file, record_pr
         kernel, raw = drawn
         launch_file.write_bytes(raw)
         start = time.perf_counter()
-        status, out, err = _cli(["run", str(EXAMPLES / kernel / f"{kernel}.ptx"), "--launch",
+        status, out, err = run_cli(["run", str(EXAMPLES / kernel / f"{kernel}.ptx"), "--launch",
                                  str(launch_file), "--engine", engine, "--max-steps",
                                  MAX_STEPS])
         event(f"{engine}: status {status}")

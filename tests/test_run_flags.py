@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import EXAMPLES
 
+from conftest import EXAMPLES
 from qgc.cli import main
 
 DOT = EXAMPLES / "dot"
