@@ -31,17 +31,28 @@ def modules() -> dict[str, Path]:
 
 
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """The qgc modules `name` imports, anywhere in the file."""
+    """The qgc modules `name` imports, anywhere in the file: `from pkg import
+    mod` is an edge to `pkg.mod` where that is a module, else to `pkg`. A
+    package's module-level `__getattr__` (PEP 562: a name re-exported lazily,
+    `qgc.prompt_ids`) is the package's interface, not a dependency of its
+    own, and is left out."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    lazy = {id(n) for fn in tree.body if path.name == "__init__.py"
+            and isinstance(fn, ast.FunctionDef) and fn.name == "__getattr__"
+            for n in ast.walk(fn)}
+    for node in ast.walk(tree):
+        if id(node) in lazy:
+            continue
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 base = ".".join(filter(None, [package.rsplit(".", node.level - 1)[0], base]))
-            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                       for a in node.names]
         else:
             continue
         for target in targets:
