@@ -3,8 +3,9 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 LIT_JOBS ?= 2
 DOT = examples/dot
+SHARED ?= $(or $(QGC_SHARED),../shared)
 
-.PHONY: help install demo test test-full test-py test-lit lint docs ptx check-docs bench bench-tokens
+.PHONY: help install demo test test-full test-py test-lit lint docs ptx bench bench-tokens
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -43,7 +44,9 @@ bench-tokens: install ## tokens/s of every engine, model decode/generate/replay 
 	$(PYTHON) bench/tokens.py $(BENCH_ARGS)
 
 docs: install ## regenerate docs/ptx-coverage.md from the code
-	$(PYTHON) -m qgc.coverage_doc examples ../shared/kernels > docs/ptx-coverage.md
+	$(PYTHON) -m qgc.coverage_doc examples $(SHARED)/kernels > docs/ptx-coverage.md.tmp \
+		|| { rm -f docs/ptx-coverage.md.tmp; exit 2; }
+	mv docs/ptx-coverage.md.tmp docs/ptx-coverage.md
 
 ptx: ## regenerate the examples' nvcc and clang PTX (where the compilers exist)
 	$(MAKE) -C examples ptx

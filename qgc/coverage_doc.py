@@ -154,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m qgc.coverage_doc FOLDER... (folders of PTX files)",
               file=sys.stderr)
         return 2
+    if missing := [f for f in folders if not f.is_dir()]:   # a census without it would lie
+        print(f"error: no folder '{missing[0]}' (make docs reads the examples and the shared "
+              "kernel suite: ../shared/kernels beside the clone, or SHARED=DIR)", file=sys.stderr)
+        return 2
     sys.stdout.write(render(kernel_files(folders)))
     return 0
 
