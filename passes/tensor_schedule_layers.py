@@ -204,12 +204,13 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     fits: list[tuple[int, int]] = []            # (layers, index of the budget)
     closest: _Overflow | None = None
     held = None                                 # the budget of the schedule in place
+    exposed = T.exposed_bits(program, _bit_keys)   # the same for every budget
     with progress(desc=f"scheduling {program.program_name}", total=len(_BUDGETS),
                   unit="try") as tries:
         for n, budget in enumerate(_BUDGETS):
             tries.update()
             try:
-                _schedule(program, hidden, intermediate, heads, budget)
+                _schedule(program, hidden, intermediate, heads, budget, exposed)
             except _Overflow as err:
                 closest = err if closest is None or err.need < closest.need else closest
                 held = None
@@ -224,11 +225,12 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
         raise closest
     _, n = min(fits)
     if n != held:
-        _schedule(program, hidden, intermediate, heads, _BUDGETS[n])
+        _schedule(program, hidden, intermediate, heads, _BUDGETS[n], exposed)
 
 
 def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
-              budget: _Budget) -> None:
+              budget: _Budget, exposed: set) -> None:
+    """One schedule with `budget`; `exposed`: `T.exposed_bits` of the program."""
     strip_schedule(program)
     units = list(_in_dependency_order(program, _units(program)))
     for unit in units:
@@ -255,7 +257,6 @@ def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
     spare = Neurons(res.neurons, intermediate)
     coords = Coordinates(program.group_bits(), spare)
     last = _last_reads(program)
-    exposed = T.exposed_bits(program, _bit_keys)
     intervals: list[tuple[int, int, int | None]] = []     # [birth, release), group of every bit
     for op in program.ops():
         if isinstance(op, T.InputOp):

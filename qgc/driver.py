@@ -130,11 +130,13 @@ def failing_op(module: builtin.ModuleOp) -> Operation | None:
 
 
 def apply(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
-          dumps: DumpOptions | None = None, timing: Timing | None = None) -> None:
-    """Run `pipeline` (passes, or their text as `-p` takes it) on `module`."""
+          dumps: DumpOptions | None = None, timing: Timing | None = None,
+          verify_each: bool = True) -> None:
+    """Run `pipeline` (passes, or their text as `-p` takes it) on `module`,
+    verifying after every pass or (`verify_each=False`) after the last."""
     passes = PassPipeline(pipeline) if isinstance(pipeline, tuple) else parse_pipeline(pipeline)
     try:
-        run_pipeline(ctx, module, passes, dumps, timing)
+        run_pipeline(ctx, module, passes, dumps, timing, verify_each)
     except VerifyException as err:   # a pass left IR that does not verify
         raise QgcError(verify_diagnostic(module, err), status=2) from None
     except DiagnosticException as err:
@@ -143,7 +145,7 @@ def apply(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
 
 def apply_for_launch(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
                      launch, dumps: DumpOptions | None = None,
-                     timing: Timing | None = None) -> None:
+                     timing: Timing | None = None, verify_each: bool = True) -> None:
     """Apply `pipeline` (through `convert-ptx-to-simt`) with the machine
     memory `launch` needs: the machine passes run with all the memory the
     tensor level holds, then the launched kernel keeps the fewest memory banks
@@ -151,14 +153,15 @@ def apply_for_launch(ctx: Context, module: builtin.ModuleOp, pipeline: str | Pas
     passes = pipeline if isinstance(pipeline, tuple) else parse_pipeline(pipeline).passes
     machine = up_to(passes, "convert-simt-to-tensor")
     if not has_pass(machine, "convert-ptx-to-simt"):
-        apply(ctx, module, passes, dumps, timing)
+        apply(ctx, module, passes, dumps, timing, verify_each)
         return
     apply(ctx, module, with_options(machine, "convert-ptx-to-simt",
-                                    mem_words=protocol.MAX_MEMORY_WORDS), dumps, timing)
+                                    mem_words=protocol.MAX_MEMORY_WORDS), dumps, timing,
+          verify_each)
     kernel = pick_kernel(module, launch.kernel)    # a launch past 508 words is refused here
     kernel.set_limit("mem_words", banked_words(memory_layout(kernel, launch).total))
     if rest := from_pass(passes, "convert-simt-to-tensor"):
-        apply(ctx, module, rest, dumps, timing)
+        apply(ctx, module, rest, dumps, timing, verify_each)
 
 
 def print_ir(module: builtin.ModuleOp, stream: IO[str], debuginfo: bool = False) -> None:

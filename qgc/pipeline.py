@@ -215,17 +215,23 @@ def parse_pipeline(spec: str) -> PassPipeline:
 
 
 def run_pipeline(ctx: Context, module: builtin.ModuleOp, pipeline: PassPipeline,
-                 dumps: DumpOptions | None = None, timing: Timing | None = None) -> None:
-    """Apply the passes in order, verifying after each, dumping as asked and
-    timing each (the verifier's time is the pass's, as MLIR counts it)."""
+                 dumps: DumpOptions | None = None, timing: Timing | None = None,
+                 verify_each: bool = True) -> None:
+    """Apply the passes in order, dumping as asked and timing each. The IR is
+    verified after the last pass, and after every pass with `verify_each`
+    (MLIR's default; `qgc` compiles without it unless asked, `--verify-each`:
+    verifying a step program costs as much as a pass). The verifier's time is
+    the pass's, as MLIR counts it."""
     dumps = dumps or DumpOptions()
     timing = timing or NoTiming()
+    last = len(pipeline.passes) - 1
     for index, p in enumerate(pipeline.passes):
         if dumps.wants_before(p.name):
             _dump(module, f"IR Dump Before {pass_title(p)}", dumps)
         with timing.scope(pass_title(p)):
             p.apply(ctx, module)
-            module.verify()
+            if verify_each or index == last:
+                module.verify()
         if dumps.wants_after(p.name):
             if dumps.tree_dir is not None:
                 _dump_tree(module, index, p, dumps)

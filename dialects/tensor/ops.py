@@ -328,9 +328,16 @@ class ThresholdOp(PlacedOp):
 
     def gadget_neuron_count(self) -> int:
         """Neurons of the rows' gadgets alone (shared parts counted once), and
-        a grouped op's constant neuron."""
-        return sum(part.gadget().count for part in self.distinct_parts()) + \
-            int(self.needs_group_constant())
+        a grouped op's constant neuron. Kept while the rows and the group
+        stay the same attributes: the scheduler and codegen ask many times."""
+        cached = getattr(self, "_neurons_cache", None)
+        key = (self.rows, self.group)
+        if cached is None or cached[0] is not key[0] or cached[1] is not key[1]:
+            count = sum(part.gadget().count for part in self.distinct_parts()) + \
+                int(self.needs_group_constant())
+            cached = (*key, count)
+            object.__setattr__(self, "_neurons_cache", cached)
+        return cached[2]
 
     def overwritten_coords(self) -> list[int]:
         """Output coordinates that hold a dead bit when this op writes them."""
@@ -434,7 +441,7 @@ class _KvOp(PlacedOp):
     def memory_op(self) -> MemoryOp:
         program = self.parent_op()
         assert program is not None and program.name == "tensor.program"  # a ProgramOp
-        mem = program.memories().get(self.memory_name)
+        mem = program.memory_named(self.memory_name)  # type: ignore[attr-defined]
         if mem is None:
             raise VerifyException(f"{self.name}: no tensor.memory @{self.memory_name} in "
                                   "the program")

@@ -325,6 +325,19 @@ class ProgramOp(ScheduleChecks):
     def memories(self) -> dict[str, MemoryOp]:
         return {op.memory_name: op for op in self.body.block.ops if isinstance(op, MemoryOp)}
 
+    def memory_named(self, name: str) -> MemoryOp | None:
+        """`memories().get(name)`, from a table kept between calls: passes and
+        the verifier ask once per memory access, over thousands of ops. A hit
+        is checked still to be this program's memory of that name; a miss
+        rebuilds the table (a memory added, removed or renamed since)."""
+        table = self.__dict__.get("_memory_table")
+        mem = None if table is None else table.get(name)
+        if mem is None or mem.parent is not self.body.block or mem.memory_name != name:
+            table = self.memories()
+            object.__setattr__(self, "_memory_table", table)
+            mem = table.get(name)
+        return mem
+
     def inputs(self) -> list[InputOp]:
         return [op for op in self.body.block.ops if isinstance(op, InputOp)]
 

@@ -5,10 +5,13 @@ described in `codegen.py`)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from qgc.dialects import tensor as T
 
@@ -43,6 +46,13 @@ def is_bf16(value: float) -> bool:
     return bits & 0xFFFF == 0 and struct.unpack("<f", struct.pack("<I", bits))[0] == value
 
 
+def _bf16_mask(values: np.ndarray) -> np.ndarray:
+    """`is_bf16` of every float64 in `values`, at once."""
+    finite = np.isfinite(values) & (np.abs(values) < 3.4e38)
+    narrow = np.where(finite, values, 0.0).astype(np.float32)
+    return finite & (narrow == values) & (narrow.view(np.uint32) & 0xFFFF == 0)
+
+
 def _bf16_values(lo: float, hi: float) -> list[float]:
     out = []
     e = math.floor(math.log2(lo)) if lo > 0 else 0
@@ -59,18 +69,25 @@ def conjunction_penalties(on: float, n: int) -> list[float]:
     """Per-bit penalties A_i for a pre-activation `on − Σ A_i·mismatch_i`: every
     mismatch silences (on − A_i ≤ −96), and the weights ±4A_i and the flag
     constant on − Σ A_i/2 are exact in bfloat16."""
+    return list(_penalties(on, n))
+
+
+@functools.cache
+def _penalties(on: float, n: int) -> tuple[float, ...]:
+    """`conjunction_penalties`, once per (on, n): codegen asks thousands of
+    times for a handful of decoders."""
     if n == 0:
-        return []
+        return ()
     candidates = _bf16_values(on - SILENT, 64 * (on - SILENT))
     for a in candidates:
         if is_bf16(4 * a) and is_bf16(on - n * a / 2):
-            return [a] * n
+            return (a,) * n
     for a in candidates:
         if not is_bf16(4 * a):
             continue
         for last in candidates:
             if is_bf16(4 * last) and is_bf16(on - (n - 1) * a / 2 - last / 2):
-                return [a] * (n - 1) + [last]
+                return (a,) * (n - 1) + (last,)
     raise CodegenError(f"no bfloat16-exact decoder of {n} bits to pre-activation {on}")
 
 
@@ -99,10 +116,12 @@ class SparseLayer:
 
     def check_bf16(self) -> None:
         for name, table in self.weights.items():
-            for index, v in table.items():
-                if not is_bf16(v):
-                    raise CodegenError(f"layer {self.index} {name}{list(index)} = {v!r} is not "
-                                       "exact in bfloat16")
+            values = np.fromiter(table.values(), dtype=np.float64, count=len(table))
+            exact = _bf16_mask(values)
+            if not exact.all():
+                index, v = list(table.items())[int(np.argmin(exact))]   # the first inexact
+                raise CodegenError(f"layer {self.index} {name}{list(index)} = {v!r} is not "
+                                   "exact in bfloat16")
 
 
 def affine(layer: SparseLayer, name: str, row: int, terms: Sequence[tuple[int, float]],

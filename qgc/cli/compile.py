@@ -62,6 +62,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     size.add_argument("--launch", metavar="L.json",
                       help="size the machine memory to this launch (as `qgc run` does); with "
                            "--stats, also report its memory map and EXEC steps")
+    p.add_argument("--verify-each", action="store_true",
+                   help="verify the IR after every pass, as mlir-opt does (for pass writers; "
+                        "by default the input and the last pass's result are verified)")
     add_dump_flags(p)
     p.add_argument("--version", action="version", version=f"qgc {__version__}")
     p.set_defaults(handler=command)
@@ -108,11 +111,12 @@ def _compile(args, ctx, module, passes: Passes | None, dumps: DumpOptions, timin
     """Run the pipeline; for `--stats` alone, as far as the levels go (the
     note says why a level is missing)."""
     if stats_only:
-        return _stats_compile(ctx, module, passes, dumps, timing, launch)
+        return _stats_compile(ctx, module, passes, dumps, timing, launch, args.verify_each)
     if launch is not None and passes is not None:
-        driver.apply_for_launch(ctx, module, passes, launch, dumps, timing)
+        driver.apply_for_launch(ctx, module, passes, launch, dumps, timing, args.verify_each)
     else:
-        driver.apply(ctx, module, args.passes if passes is None else passes, dumps, timing)
+        driver.apply(ctx, module, args.passes if passes is None else passes, dumps, timing,
+                     args.verify_each)
     return None
 
 
@@ -147,7 +151,7 @@ def _stage(args: argparse.Namespace) -> Passes:
 
 
 def _stats_compile(ctx, module, passes: Passes, dumps: DumpOptions, timing: Timing,
-                   launch) -> str | None:
+                   launch, verify_each: bool) -> str | None:
     """Compile as far as the levels go for `--stats`: through the machine
     level (fatal if it fails), then the tensor level and its schedule, where
     a kernel the tensor level does not take yet, or a schedule that does not
@@ -156,18 +160,20 @@ def _stats_compile(ctx, module, passes: Passes, dumps: DumpOptions, timing: Timi
     passes = up_to(passes, "convert-tensor-to-weights")
     machine = up_to(passes, "convert-simt-to-tensor")
     if launch is not None:
-        driver.apply_for_launch(ctx, module, machine, launch, dumps, timing)
+        driver.apply_for_launch(ctx, module, machine, launch, dumps, timing, verify_each)
     else:
-        driver.apply(ctx, module, machine, dumps, timing)
+        driver.apply(ctx, module, machine, dumps, timing, verify_each)
     tensor = from_pass(passes, "convert-simt-to-tensor")
     if not tensor:
         return None
     try:
-        driver.apply(ctx, module, up_to(tensor, "tensor-schedule-layers"), dumps, timing)
+        driver.apply(ctx, module, up_to(tensor, "tensor-schedule-layers"), dumps, timing,
+                     verify_each)
     except QgcError as err:     # the machine's stats stand; say why there are no more
         return f"no tensor level: {str(err).strip().splitlines()[0]}"
     try:
-        driver.apply(ctx, module, from_pass(tensor, "tensor-schedule-layers"), dumps, timing)
+        driver.apply(ctx, module, from_pass(tensor, "tensor-schedule-layers"), dumps, timing,
+                     verify_each)
     except QgcError as err:
         return f"no layer schedule: {err}"
     return None
