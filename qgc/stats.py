@@ -184,12 +184,9 @@ def tensor_lines(module: builtin.ModuleOp) -> list[str]:
 
 
 def _margins(program, layers: int) -> list[str]:
-    from qgc.passes.tensor_to_weights import gate_margin, margins
-    out = []
-    for i in range(layers):
-        m = gate_margin(margins(program, i))
-        out.append("-" if m is None else str(m))
-    return out
+    from qgc.passes.tensor_to_weights.margins import gate_margin, margins_by_layer
+    found = [gate_margin(m) for m in margins_by_layer(program, layers)]
+    return ["-" if m is None else str(m) for m in found]
 
 
 def collect_stats(module: builtin.ModuleOp, launch=None,
