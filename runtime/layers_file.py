@@ -1,27 +1,33 @@
 """layers.safetensors: a `weights.model` (dialects/weights.py), compact,
 under Qwen3.5 names.
 
-Tensor names are those of the decoder layers they fill
+The file stores what is compiled, nothing that can be derived. Tensor names
+are those of the decoder layers they fill
 (`model.layers.{i}.linear_attn.in_proj_qkv.weight`, `...mlp.gate_proj.weight`).
-A parameter with few entries is stored dense under its own name; a large,
-sparse one (the projections) as `NAME.indices` (int64, one row per dimension)
-and `NAME.values` (float32), its shape in the metadata: a compiled layer holds
-a few thousand non-zeros of tens of millions of weights. The GPU tokens' embedding rows are
-`qgc.gpu_rows` (float32, one row per token of the GPU vocabulary). `__metadata__`
-holds the qgc version, the kernel, the machine parameters, the base text config
-the layers target, the GPU vocabulary (`Vocabulary.to_json`), the code
-coordinates (what the merge needs for the LM head rows and the text mute) and
-the token protocol version (`protocol.PROTOCOL_VERSION`). The file holds the
-step layers and the readout; the text mute's marker layer is made at the merge
-(`describe_layers` says the count one way everywhere).
+A parameter is stored dense under its own name when that is the smaller form
+(the norms' weights), else sparse as `NAME.indices` (its non-zeros' flat,
+row-major positions: int32, int64 past 2^31 entries) and `NAME.values`
+(float32), its shape in the metadata: a compiled layer holds a few thousand
+non-zeros of tens of millions of weights. The GPU tokens' embedding rows are
+not stored: the metadata holds their encoding (`encoding`: the coordinates
+every row sets and each input's coordinates, `runtime/gpu_rows.py`), and
+`CompiledLayers.gpu_rows` makes them when the merge needs them. `__metadata__`
+also holds the layers-file format (`LAYERS_FORMAT`), the qgc version, the
+kernel, the machine parameters, the base text config the layers target, the
+GPU vocabulary (`Vocabulary.to_json`) and the token protocol version
+(`protocol.PROTOCOL_VERSION`). The file holds the step layers and the readout;
+the text mute's marker layer is made at the merge (`describe_layers` says the
+count one way everywhere).
 
-`read_layers` checks a file completely before anything uses it (metadata
-against `METADATA_SCHEMA`, every tensor's name, dtype, shape and index range):
-a damaged file is a diagnostic, never an internal error. `check_base` compares
-it with a base model's config before merging. `qgc build` from PTX goes through
-the same `CompiledLayers` in memory, so both build paths merge one thing. The
-file is written to a temporary name and renamed, with the mode the umask gives:
-a failure leaves no partial file.
+`read_layers` checks a file completely before anything uses it (format,
+metadata against `METADATA_SCHEMA`, every tensor's name, dtype, shape and
+index range, the encoding against the vocabulary): a damaged file is a
+diagnostic, never an internal error; a file of an older format is refused
+with "recompile". `check_base` compares it with a base model's config before
+merging. `qgc build` from PTX goes through the same `CompiledLayers` in
+memory, so both build paths merge one thing. The file is written to a
+temporary name and renamed, with the mode the umask gives: a failure leaves
+no partial file.
 
 numpy only (no torch): compiling never needs torch.
 """
@@ -32,6 +38,7 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -44,9 +51,23 @@ from qgc import protocol as P
 from qgc.diagnostics import QgcError
 from qgc.dialects import weights as W
 from qgc.dialects.weights import SHAPE_FIELDS, param_shapes
+from qgc.runtime.gpu_rows import RowEncoding
 
-DENSE_LIMIT = 1 << 16
-GPU_ROWS = "qgc.gpu_rows"
+#: The layers-file format this qgc writes and reads (2: sparse weights by
+#: flat index, the GPU rows as their encoding; 1, unnamed, stored them dense).
+LAYERS_FORMAT = "2"
+#: Bytes per stored entry: a dense weight; a sparse non-zero (index, value).
+DENSE_BYTES, SPARSE_BYTES = 4, 8
+
+
+def index_dtype(shape: tuple[int, ...]) -> np.dtype:
+    """The dtype of a sparse parameter's flat indices."""
+    return np.dtype(np.int32 if int(np.prod(shape)) < 1 << 31 else np.int64)
+
+
+def stored_sparse(nonzeros: int, shape: tuple[int, ...]) -> bool:
+    """Whether a parameter with this many non-zeros is smaller stored sparse."""
+    return nonzeros * SPARSE_BYTES < int(np.prod(shape)) * DENSE_BYTES
 
 
 def layer_tensors(layers: list[W.LayerOp], shapes: dict[str, tuple[int, ...]]
@@ -58,25 +79,18 @@ def layer_tensors(layers: list[W.LayerOp], shapes: dict[str, tuple[int, ...]]
         for name, shape in shapes.items():
             full = f"model.layers.{layer.layer_index}.{name}"
             table = tables.get(name, {})
-            if int(np.prod(shape)) <= DENSE_LIMIT:
+            if not stored_sparse(len(table), shape):
                 dense = np.zeros(shape, dtype=np.float32)
                 for idx, v in table.items():
                     dense[idx] = v
                 tensors[full] = dense
             else:
-                keys = list(table)
-                idx = np.array(keys, dtype=np.int64).T.reshape(len(shape), len(keys))
-                tensors[full + ".indices"] = np.ascontiguousarray(idx)
-                tensors[full + ".values"] = np.array([table[k] for k in keys], dtype=np.float32)
+                keys = np.array(list(table), dtype=np.int64).reshape(len(table), len(shape))
+                flat = np.ravel_multi_index(tuple(keys.T), shape) if len(table) else keys[:, 0]
+                tensors[full + ".indices"] = flat.astype(index_dtype(shape))
+                tensors[full + ".values"] = np.fromiter(table.values(), np.float32, len(table))
                 sparse[full] = list(shape)
     return tensors, sparse
-
-
-def gpu_rows(model: W.ModelOp) -> np.ndarray:
-    """Every GPU token's embedding row, in token-id order."""
-    vocab = P.Vocabulary.from_attr(model.vocabulary)
-    return np.array([model.encoding.encode(vocab.inputs(t)) for t in vocab.tokens()],
-                    dtype=np.float32)
 
 
 def _value(attr: Any) -> int | str | None:
@@ -95,24 +109,17 @@ def layers_of(model: W.ModelOp, config: Any) -> CompiledLayers:
                        "config", 2)
     layers = model.layers()
     tensors, sparse = layer_tensors(layers, param_shapes(SimpleNamespace(**shape)))
-    tensors[GPU_ROWS] = np.ascontiguousarray(gpu_rows(model), dtype=np.float32)
     machine = {k: _value(v) for k, v in model.machine.data.items()}
     vocab = P.Vocabulary.from_attr(model.vocabulary)
     meta = {
-        "qgc_version": __version__, "protocol_version": str(P.PROTOCOL_VERSION),
+        "layers_format": LAYERS_FORMAT, "qgc_version": __version__, "protocol_version": str(P.PROTOCOL_VERSION),
         "kernel": model.kernel_name, "machine": json.dumps(machine, sort_keys=True),
         "base_config": json.dumps(base, sort_keys=True, default=str),
         "gpu_vocabulary": json.dumps(vocab.to_json()),
         "layers": str(len(layers)), "sparse_shapes": json.dumps(sparse, sort_keys=True),
-        "code": json.dumps(code_coordinates(model)),
+        "encoding": json.dumps(RowEncoding.of(model.encoding).to_json()),
     }
     return CompiledLayers(tensors, meta, decode_metadata(meta))
-
-
-def code_coordinates(model: W.ModelOp) -> list[int]:
-    """The coordinates of the code every GPU token's row carries."""
-    _, _, fields = model.encoding.data
-    return list(dict(fields)["code"])
 
 
 def write_layers(path: str | Path, model: W.ModelOp, config: Any) -> int:
@@ -188,12 +195,19 @@ class CompiledLayers:
         return self.count - 1
 
     @property
-    def code(self) -> list[int]:
-        return self.fields["code"]
+    def encoding(self) -> RowEncoding:
+        return RowEncoding.from_json(self.fields["encoding"])
 
     @property
+    def code(self) -> list[int]:
+        """The coordinates of the code every GPU token's row carries."""
+        return self.encoding.code
+
+    @cached_property
     def gpu_rows(self) -> np.ndarray:
-        return self.tensors[GPU_ROWS]
+        """Every GPU token's embedding row (float32, in token-id order), made
+        from the encoding: the file does not store them."""
+        return self.encoding.rows(self.vocabulary)
 
     @property
     def vocabulary(self) -> P.Vocabulary:
@@ -216,7 +230,8 @@ class CompiledLayers:
                 out[name] = self.tensors[full].copy()
             else:
                 dense = np.zeros(shape, dtype=np.float32)
-                dense[tuple(self.tensors[full + ".indices"])] = self.tensors[full + ".values"]
+                dense.reshape(-1)[self.tensors[full + ".indices"]] = \
+                    self.tensors[full + ".values"]
                 out[name] = dense
         return out
 
@@ -231,7 +246,8 @@ class CompiledLayers:
                     rows.update(np.flatnonzero(self.tensors[full].any(axis=1)).tolist())
                 else:
                     values = self.tensors[full + ".values"]
-                    rows.update(self.tensors[full + ".indices"][0][values != 0].tolist())
+                    flat = self.tensors[full + ".indices"][values != 0]
+                    rows.update(np.unravel_index(flat, self.shapes()[name])[0].tolist())
         return rows
 
     def write(self, path: str | Path) -> int:
@@ -247,10 +263,21 @@ class NotLayersFile(Exception):
 
 
 #: Metadata fields holding JSON text (decoded before the schema is checked).
-JSON_FIELDS = ("machine", "base_config", "gpu_vocabulary", "sparse_shapes", "code")
+JSON_FIELDS = ("machine", "base_config", "gpu_vocabulary", "sparse_shapes", "encoding")
+#: The most GPU tokens a file may name: their rows are made at the merge, so a
+#: damaged vocabulary must not ask for more (2^20 rows at hidden 2048: 8 GB).
+MAX_GPU_TOKENS = 1 << 20
 _COUNT = {"type": "integer", "minimum": 0, "maximum": 1 << 30}
 _SIZE = {"type": "integer", "minimum": 1, "maximum": 1 << 20}
 _SHAPE = {"type": "array", "items": _SIZE, "minItems": 1, "maxItems": 4}
+_COORDS = {"type": "array", "items": _COUNT, "uniqueItems": True}
+_FLOAT32 = {"type": "number", "minimum": -1e38, "maximum": 1e38}   # NaN: decode_metadata
+
+
+def _pair(first: dict, second: dict) -> dict:
+    return {"type": "array", "prefixItems": [first, second], "minItems": 2, "maxItems": 2}
+
+
 #: The decoded metadata of a layers file.
 METADATA_SCHEMA = {
     "type": "object",
@@ -272,7 +299,11 @@ METADATA_SCHEMA = {
                            "ports": {"type": "array", "items": {"type": "array",
                                                                 "items": _COUNT}}}},
         "sparse_shapes": {"type": "object", "additionalProperties": _SHAPE},
-        "code": {"type": "array", "items": _COUNT, "minItems": 1, "uniqueItems": True},
+        "encoding": {
+            "type": "object", "required": ["hidden", "set", "inputs"],
+            "properties": {"hidden": _SIZE, "set": {"type": "array", "items": _pair(_COUNT, _FLOAT32)},
+                           "inputs": {"type": "array",
+                                      "items": _pair({"type": "string"}, _COORDS)}}},
     },
 }
 
@@ -305,6 +336,10 @@ def checked_layers(tensors: dict[str, np.ndarray], meta: dict[str, str]) -> Comp
     """The contents, once every check passes (else `NotLayersFile`)."""
     if "protocol_version" not in meta:
         raise NotLayersFile("no qgc metadata")
+    if meta.get("layers_format") != LAYERS_FORMAT:
+        raise NotLayersFile(f"it is in layers format {meta.get('layers_format', '1')}, written by "
+                            f"another qgc; this one reads format {LAYERS_FORMAT} (recompile the "
+                            "kernel)")
     if meta["protocol_version"] != str(P.PROTOCOL_VERSION):
         raise NotLayersFile(f"it speaks token protocol version {meta['protocol_version']}; "
                             f"this qgc speaks version {P.PROTOCOL_VERSION} (recompile the kernel)")
@@ -335,12 +370,30 @@ def decode_metadata(meta: dict[str, str]) -> dict[str, Any]:
         size = vocab.size
     except (KeyError, TypeError, ValueError, IndexError) as err:
         raise NotLayersFile(f"metadata 'gpu_vocabulary': {err}") from None
-    if size < 1:
-        raise NotLayersFile("metadata 'gpu_vocabulary': no GPU tokens")
-    hidden = fields["base_config"]["hidden_size"]
-    if max(fields["code"]) >= hidden:
-        raise NotLayersFile(f"metadata 'code': a coordinate beyond the hidden size {hidden}")
+    if not 1 <= size <= MAX_GPU_TOKENS:
+        raise NotLayersFile(f"metadata 'gpu_vocabulary': {size:,} GPU tokens (1 to "
+                            f"{MAX_GPU_TOKENS:,} are merged)")
+    check_encoding(fields["encoding"], fields["base_config"]["hidden_size"], vocab)
     return fields
+
+
+def check_encoding(encoding: dict[str, Any], hidden: int, vocab: P.Vocabulary) -> None:
+    """The rows' encoding fits the base's hidden size and the vocabulary's inputs."""
+    def bad(why: str) -> NotLayersFile:
+        return NotLayersFile(f"metadata 'encoding': {why}")
+    if encoding["hidden"] != hidden:
+        raise bad(f"hidden size {encoding['hidden']}, the base config's is {hidden}")
+    rows = RowEncoding.from_json(encoding)
+    coords = [c for c, _ in rows.constant] + [c for _, cs in rows.inputs for c in cs]
+    if any(c >= hidden for c in coords):
+        raise bad(f"a coordinate beyond the hidden size {hidden}")
+    if not np.isfinite([v for _, v in rows.constant]).all():
+        raise bad("a NaN")
+    if not dict(rows.inputs).get("code"):
+        raise bad("no code coordinates")
+    why = rows.mismatch(vocab)
+    if why is not None:
+        raise bad(why)
 
 
 def _short(message: str, limit: int = 120) -> str:
@@ -348,13 +401,10 @@ def _short(message: str, limit: int = 120) -> str:
 
 
 def check_tensors(layers: CompiledLayers) -> None:
-    """Every layer's every parameter, and the GPU rows, present with its
-    dtype, shape and (sparse) index range; nothing else."""
+    """Every layer's every parameter present with its dtype, shape and
+    (sparse) index range; nothing else."""
     tensors, sparse = layers.tensors, layers.fields["sparse_shapes"]
-    expected = {GPU_ROWS}
-    hidden = layers.fields["base_config"]["hidden_size"]
-    _check_array(GPU_ROWS, tensors.get(GPU_ROWS), np.float32,
-                 (layers.vocabulary.size, hidden))
+    expected: set[str] = set()
     for index in range(layers.count):
         for name, shape in layers.shapes().items():
             full = f"model.layers.{index}.{name}"
@@ -388,8 +438,8 @@ def _check_sparse(name: str, tensors: dict[str, np.ndarray], stored: tuple[int, 
     count = values.shape[0] if values is not None and values.ndim == 1 else 0
     _check_array(name + ".values", values, np.float32, (count,))
     indices = tensors.get(name + ".indices")
-    _check_array(name + ".indices", indices, np.int64, (len(shape), count))
-    if count and ((indices < 0).any() or (indices.max(axis=1) >= np.array(shape)).any()):
+    _check_array(name + ".indices", indices, index_dtype(shape), (count,))
+    if count and (indices.min() < 0 or indices.max() >= int(np.prod(shape))):
         raise NotLayersFile(f"tensor '{name}.indices' reaches outside the shape {list(shape)}")
 
 

@@ -74,8 +74,9 @@ class CompiledMachine:
         return LayerStates(self.compiled, readout_layer(self.compiled), dtype)
 
     def gpu_rows(self) -> torch.Tensor:
-        rows = [self.compiled.encode(self.vocab.inputs(t)) for t in self.vocab.tokens()]
-        return torch.tensor(rows, dtype=torch.float32)
+        """Every GPU token's row, as a layers file's `CompiledLayers.gpu_rows`."""
+        from qgc.runtime.gpu_rows import RowEncoding
+        return torch.from_numpy(RowEncoding.of(self.compiled.encoding).rows(self.vocab))
 
     def code_coords(self) -> list[int]:
         """The coordinates of the code every GPU token's row carries."""

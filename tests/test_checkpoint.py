@@ -190,6 +190,32 @@ def test_a_layers_file_of_another_protocol_is_refused(layers_file, tmp_path, cap
         capsys.readouterr().err
 
 
+@pytest.mark.parametrize("format_meta, said", [
+    ({}, "layers format 1"),                         # before the field: the rows stored dense
+    ({"layers_format": "3"}, "layers format 3"),
+])
+def test_a_layers_file_of_another_format_is_refused(layers_file, tmp_path, capsys,
+                                                    format_meta, said):
+    """A file as an older qgc wrote it (dense `qgc.gpu_rows`, `code` in the
+    metadata, no `layers_format`), or of a newer format: refused, saying recompile."""
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    from qgc.runtime.layers_file import read_layers
+    layers = read_layers(layers_file)
+    with safe_open(str(layers_file), framework="np") as f:
+        meta = {k: v for k, v in f.metadata().items() if k not in ("layers_format", "encoding")}
+    meta |= {"code": json.dumps(layers.code), **format_meta}
+    old = tmp_path / "old.safetensors"
+    save_file(load_file(str(layers_file)) | {"qgc.gpu_rows": layers.gpu_rows}, str(old),
+              metadata=meta)
+    status = main(["build", str(old), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert f"'{old}' is not a qgc layers file: it is in {said}" in err
+    assert "this one reads format 2 (recompile the kernel)" in err
+
+
 def test_a_build_from_the_layers_file_runs(layers_file, base_dir, tmp_path, capsys):
     out = tmp_path / "from-layers"
     assert main(["build", str(layers_file), "--base", str(base_dir), "-o", str(out),

@@ -156,6 +156,8 @@ def test_layers_file_of_the_dot_product(tmp_path):
     GPU tokens' embedding rows, the machine, vocabulary and base config in
     `__metadata__`."""
     from safetensors import safe_open
+
+    from qgc.runtime.layers_file import read_layers
     out = tmp_path / "layers.safetensors"
     proc = run_qgc(str(DOT / "dot.ptx"), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -164,12 +166,10 @@ def test_layers_file_of_the_dot_product(tmp_path):
     layers = int(meta["layers"])
     assert meta["kernel"] == "dot" and json.loads(meta["machine"])["layers"] == layers
     assert json.loads(meta["base_config"])["hidden_size"] == 2048
-    layer_names = [n for n in names if n != "qgc.gpu_rows"]
-    assert {n.split(".")[2] for n in layer_names} == {str(i) for i in range(layers)}
+    assert {n.split(".")[2] for n in names} == {str(i) for i in range(layers)}
     assert "model.layers.0.mlp.down_proj.weight.values" in names
-    assert all(n.startswith("model.layers.") for n in layer_names)
-    with safe_open(str(out), "np") as f:
-        rows = f.get_tensor("qgc.gpu_rows")
+    assert all(n.startswith("model.layers.") for n in names)   # the rows: their encoding
+    rows = read_layers(out).gpu_rows
     assert rows.shape == (json.loads(meta["gpu_vocabulary"])["size"], 2048)
     assert (rows[:, 0] == 8).all()          # every GPU row's flag coordinate
 

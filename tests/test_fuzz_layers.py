@@ -149,6 +149,22 @@ def test_mutated_metadata(valid, record_property, data):
 
 @FUZZ
 @given(st.data())
+def test_mutated_encoding(valid, record_property, data):
+    """The GPU rows' encoding (what the file holds instead of the rows): refused,
+    or rows the merge can make, one per GPU token."""
+    _, _, tensors, meta, _ = valid
+    encoding = mutated_field(json.loads(meta["encoding"]), data.draw)
+    changed = meta | {"encoding": json.dumps(encoding)}
+    TRIED["encoding"] = TRIED.get("encoding", 0) + 1
+    record_property(FUZZ_INPUTS, TRIED["encoding"])    # the session summary counts the last
+    read = []
+    if outcome(lambda: read.append(_checked(tensors, changed))) == "ok":
+        (layers,) = read
+        assert layers.gpu_rows.shape == (layers.vocabulary.size, layers.encoding.hidden)
+
+
+@FUZZ
+@given(st.data())
 def test_mutated_tensors(valid, record_property, data):
     """A tensor dropped, added, of another dtype or shape, holding a NaN, or
     sparse indices out of range."""
@@ -162,8 +178,9 @@ def test_mutated_tensors(valid, record_property, data):
     elif how == "extra":
         changed[name + ".x"] = np.zeros(3, np.float32)
     elif how == "dtype":
-        changed[name] = array.astype(data.draw(st.sampled_from([np.float64, np.int32,
-                                                                np.float16])))
+        other = [t for t in (np.float64, np.int32, np.int64, np.float16) if t != array.dtype]
+        with np.errstate(over="ignore"):     # large weights as float16: inf, refused
+            changed[name] = array.astype(data.draw(st.sampled_from(other)))
     elif how == "shape":
         cut = array.reshape(-1)[:max(0, array.size - data.draw(st.integers(1, 3)))]
         changed[name] = cut if array.size else np.zeros(1, array.dtype)
@@ -173,7 +190,7 @@ def test_mutated_tensors(valid, record_property, data):
     elif how == "index" and name.endswith(".indices") and array.size:
         changed[name] = array.copy()
         changed[name].reshape(-1)[data.draw(st.integers(0, array.size - 1))] = \
-            data.draw(st.sampled_from([-1, 1 << 40]))
+            data.draw(st.sampled_from([-1, np.iinfo(array.dtype).max]))
     else:
         return
     TRIED["tensors"] = TRIED.get("tensors", 0) + 1

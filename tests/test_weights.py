@@ -1,6 +1,8 @@
 """convert-tensor-to-weights and the weights level: the layers file written
-from the weights level is the one written from the tensor level, and the GPU
-vocabulary's two serialised forms (attribute, JSON) round-trip."""
+from the weights level is the one written from the tensor level, stored in its
+smallest form, its GPU rows made from their encoding as the per-token encoder
+makes them, and the GPU vocabulary's two serialised forms (attribute, JSON)
+round-trip."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import io
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
@@ -18,7 +22,8 @@ from qgc.dialects import weights as W
 from qgc.passes.convert_simt_to_tensor import ConvertSimtToTensorPass
 from qgc.passes.convert_tensor_to_weights import ConvertTensorToWeightsPass
 from qgc.passes.tensor_schedule_layers import TensorScheduleLayersPass
-from qgc.runtime.layers_file import read_layers
+from qgc.runtime.gpu_rows import input_bits
+from qgc.runtime.layers_file import DENSE_BYTES, SPARSE_BYTES, read_layers
 
 KERNEL = """
 builtin.module {
@@ -59,9 +64,44 @@ def test_the_file_holds_the_weights_level(tensor_level, tmp_path):
             assert all(dense[index] == value for index, value in table.items()), name
             assert np.count_nonzero(dense) == sum(v != 0 for v in table.values()), name
     vocab = P.Vocabulary.from_attr(model.vocabulary)
-    assert layers.gpu_rows.shape[0] == len(vocab.tokens())
+    rows = np.array([model.encoding.encode(vocab.inputs(t)) for t in vocab.tokens()],
+                    dtype=np.float32)
+    assert np.array_equal(layers.gpu_rows, rows)
     (_, _, fields) = model.encoding.data
     assert layers.code == list(dict(fields)["code"])
+
+
+def test_the_file_stores_each_parameter_in_its_smaller_form(tensor_level, tmp_path):
+    """Dense or (flat index, value) pairs, whichever is smaller, and no GPU
+    rows: the stored bytes are exactly that sum."""
+    ctx, module = tensor_level
+    lowered = module.clone()
+    ConvertTensorToWeightsPass().apply(ctx, lowered)
+    (model,) = W.models_of(lowered)
+    write_compiled(lowered, tmp_path / "layers.safetensors")
+    layers = read_layers(tmp_path / "layers.safetensors")
+    smallest = 0
+    for layer in model.layers():
+        nonzeros = layer.weights.nnz()
+        smallest += sum(min(nonzeros.get(name, 0) * SPARSE_BYTES, DENSE_BYTES * int(np.prod(s)))
+                        for name, s in layers.shapes().items())
+    assert sum(t.nbytes for t in layers.tensors.values()) == smallest
+
+
+VOCABULARIES = st.builds(
+    P.Vocabulary, records=st.integers(0, 2), blocks=st.integers(1, 3),
+    warps=st.integers(1, 9), sites=st.integers(0, 5))
+
+
+@settings(max_examples=15, deadline=None)
+@given(VOCABULARIES)
+def test_input_bits_are_the_vocabularys_inputs(vocab):
+    """`gpu_rows.input_bits` (all tokens at once) is `Vocabulary.inputs`, token by token."""
+    table = input_bits(vocab)
+    for token_id, token in enumerate(vocab.tokens()):
+        inputs = vocab.inputs(token)
+        assert inputs.keys() == table.keys()
+        assert all(table[name][token_id].tolist() == bits for name, bits in inputs.items())
 
 
 def test_the_weights_level_prints_a_line_per_layer(tensor_level):
