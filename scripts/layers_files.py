@@ -23,7 +23,8 @@ def row(name: str, ptx: Path, launch_path: Path, out: Path) -> str | None:
     from qgc.codegen import write_compiled
     from qgc.diagnostics import QgcError
     from qgc.dialects import tensor
-    from qgc.passes.tensor_to_weights import gate_margin, margins
+    from qgc.passes.tensor_to_weights import gate_margin
+    from qgc.passes.tensor_to_weights.margins import margins_by_layer
     from qgc.pipeline import from_pass, stage
     from qgc.runtime.launch import LaunchError, load_launch
 
@@ -41,11 +42,11 @@ def row(name: str, ptx: Path, launch_path: Path, out: Path) -> str | None:
         return f"| {name} | {first_line(err)} | | | | | |"
     seconds = time.perf_counter() - start
     layers = program.limit("layers")
-    found = [gate_margin(margins(program, i)) for i in range(layers)]
+    found = [gate_margin(m) for m in margins_by_layer(program, layers)]
     smallest = min((m for m in found if m is not None), default=None)
     heads = len(program.memories())
     neurons = sum(op.neuron_count() for op in program.ops() if isinstance(op, tensor.ThresholdOp))
-    return (f"| {name} | {seconds:.0f} s | {layers} + 1 | {heads} | {neurons:,} | "
+    return (f"| {name} | {seconds:.1f} s | {layers} + 1 | {heads} | {neurons:,} | "
             f"{Fraction(smallest) if smallest is not None else '-'} | "
             f"{out.stat().st_size / 1e6:.1f} MB |")
 
