@@ -154,3 +154,28 @@ def test_bench_compile_reports_stages(capsys):
     assert row["stages"]["simt"]["seconds"] > 0
     with pytest.raises(SystemExit):
         bench.main(["--stages", "ptx,nope"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(weights=st.lists(st.integers(-5, 5).filter(bool), min_size=1, max_size=6),
+       threshold2=st.integers(-30, 30))
+def test_gadget_bounds_equal_every_gate_value_of_the_range(weights, threshold2):
+    """The scaled-integer bounds look only at the range's ends and the
+    integers around each gate's root (G is linear in L); every integer L of
+    the range, in exact Fractions, is the oracle."""
+    from fractions import Fraction
+
+    from qgc.dialects.tensor.attributes import ThresholdRow
+    from qgc.passes.tensor_to_weights.margins import _SCALE, _gadget_bounds
+    g = ThresholdRow(tuple(enumerate(weights)), Fraction(threshold2, 2)).gadget()
+    gates = [slope * L + offset for _, slope, offset in g.neurons
+             for L in range(g.lo, g.hi + 1)]
+    on = [G for G in gates if G > 0]
+    off = [G for G in gates if G < 0]
+    min_on, max_off, max_on = _gadget_bounds(g)
+    if on:
+        assert Fraction(min_on, _SCALE) == min(on) and Fraction(max_on, _SCALE) == max(on)
+    else:
+        assert max_on == 0
+    if off:
+        assert Fraction(max_off, _SCALE) == max(off)
