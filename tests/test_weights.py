@@ -46,16 +46,28 @@ def tensor_level():
     return ctx, module
 
 
-def test_the_file_holds_the_weights_level(tensor_level, tmp_path):
-    """The layers file, read back densely, holds exactly the weights of every
-    `weights.layer` (every entry at its index, nothing else) and one GPU row
-    per token of the vocabulary."""
+@pytest.fixture(scope="module")
+def weights_level(tensor_level):
+    """The weights level lowered from `tensor_level` (left as it is)."""
     ctx, module = tensor_level
     lowered = module.clone()
     ConvertTensorToWeightsPass().apply(ctx, lowered)
-    (model,) = W.models_of(lowered)
-    write_compiled(lowered, tmp_path / "layers.safetensors")
-    layers = read_layers(tmp_path / "layers.safetensors")
+    return lowered
+
+
+@pytest.fixture
+def written(weights_level, tmp_path):
+    """(the `weights.model`, the layers file `-o` writes of it, read back)."""
+    (model,) = W.models_of(weights_level)
+    write_compiled(weights_level, tmp_path / "layers.safetensors")
+    return model, read_layers(tmp_path / "layers.safetensors")
+
+
+def test_the_file_holds_the_weights_level(written):
+    """The layers file, read back densely, holds exactly the weights of every
+    `weights.layer` (every entry at its index, nothing else) and one GPU row
+    per token of the vocabulary."""
+    model, layers = written
     assert layers.count == len(model.layers())
     for layer in model.layers():
         state = layers.state(layer.layer_index)
@@ -71,15 +83,10 @@ def test_the_file_holds_the_weights_level(tensor_level, tmp_path):
     assert layers.code == list(dict(fields)["code"])
 
 
-def test_the_file_stores_each_parameter_in_its_smaller_form(tensor_level, tmp_path):
+def test_the_file_stores_each_parameter_in_its_smaller_form(written):
     """Dense or (flat index, value) pairs, whichever is smaller, and no GPU
     rows: the stored bytes are exactly that sum."""
-    ctx, module = tensor_level
-    lowered = module.clone()
-    ConvertTensorToWeightsPass().apply(ctx, lowered)
-    (model,) = W.models_of(lowered)
-    write_compiled(lowered, tmp_path / "layers.safetensors")
-    layers = read_layers(tmp_path / "layers.safetensors")
+    model, layers = written
     smallest = 0
     for layer in model.layers():
         nonzeros = layer.weights.nnz()
@@ -104,10 +111,8 @@ def test_input_bits_are_the_vocabularys_inputs(vocab):
         assert all(table[name][token_id].tolist() == bits for name, bits in inputs.items())
 
 
-def test_the_weights_level_prints_a_line_per_layer(tensor_level):
-    ctx, module = tensor_level
-    lowered = module.clone()
-    ConvertTensorToWeightsPass().apply(ctx, lowered)
+def test_the_weights_level_prints_a_line_per_layer(weights_level):
+    lowered = weights_level
     out = io.StringIO()
     Printer(stream=out).print_op(lowered)
     layers = [line for line in out.getvalue().splitlines() if "weights.layer" in line]
