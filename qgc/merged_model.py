@@ -104,8 +104,9 @@ def describe_base(base_path: str | None, base_config: str | None) -> str:
 
 def built_model(model_dir: str, path: str, launch, dtype=None):
     """(model, kernel, program, vocabulary, base vocabulary size, compiled
-    layers) of a checkpoint `qgc build` wrote, for the kernel at `path`. It
-    runs in its own dtype unless `dtype` is given; which, is said on stderr."""
+    layers by kind: `layer_counts`) of a checkpoint `qgc build` wrote, for
+    the kernel at `path`. It runs in its own dtype unless `dtype` is given;
+    which, is said on stderr."""
     info = read_info(model_dir)
     kernel, program, vocab = host_kernel(path, info["mem_words"], launch.kernel)
     check_kernel(model_dir, info, kernel, vocab)
@@ -116,7 +117,7 @@ def built_model(model_dir: str, path: str, launch, dtype=None):
                           "(qgc build --mem-words N, or --launch L.json)") from None
     model, info, _ = load_checkpoint(model_dir, dtype)
     say_dtype(model_dir, model, info, dtype)
-    return model, kernel, program, vocab, info["base_vocab"], info["compiled_layers"]
+    return model, kernel, program, vocab, info["base_vocab"], info["layers"]
 
 
 def say_dtype(model_dir: str, model, info: dict, asked) -> None:

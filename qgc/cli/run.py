@@ -173,14 +173,14 @@ def run_model(args: argparse.Namespace, launch):
     import torch  # torch and the model: this path only
 
     from qgc.merged_model import built_model, compile_machine, merged_model
-    from qgc.runtime.checkpoint import describe_layers, read_info
+    from qgc.runtime.checkpoint import describe_layers
     from qgc.runtime.model import load_text_config
     from qgc.runtime.trace import run_trace, tensor_stepper
     asked = getattr(torch, args.dtype) if args.dtype else None
     if args.model:
-        model, kernel, program, vocab, base_vocab, compiled_layers = \
+        model, kernel, program, vocab, base_vocab, counts = \
             built_model(args.model, args.input, launch, asked)
-        mute = bool(read_info(args.model)["layers"]["text_mute"])
+        compiled_layers, mute = sum(counts.values()), bool(counts["text_mute"])
     else:
         dtype = asked or torch.float32
         config = load_text_config(args.base or args.base_config)
