@@ -20,7 +20,8 @@ once takes a coordinate, and there are `hidden`):
    (never used there, or its dead bit reset by a clear neuron in time: a
    `tensor.clear` op, or the threshold's own copy neuron, `overwrites`), else
    a fresh one, which the embedding sets to −1, so that no write changes a
-   token's energy. Last the constant pads (`tensor.pad`) fill `sum(h²)` up to
+   token's energy; a grouped bit best fit (the coordinate whose busy time
+   in any view it extends least), so that many stay free in every view. Last the constant pads (`tensor.pad`) fill `sum(h²)` up to
    `64·hidden` (one unit per bit coordinate is used) so every RMSNorm scale
    is exactly 1/8.
 
@@ -246,7 +247,7 @@ def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
                                  "(option heads)")
     res = _Resources(intermediate)
     placer = _Placement(program, units, res, heads, hidden - budget.margin, budget.strict,
-                        budget.in_order)
+                        budget.in_order, hidden - _BURST_SLACK if budget.burst else None)
     last_half = placer.run()
     sinking = _Sinking(program, units, res, heads, last_half)
     sinking.run()
@@ -280,19 +281,23 @@ def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
             merged.add(merge)
             op = merge.first_read()
         birth, group = T.half_index(op), op.group_index
-        taken, over = [], []
+        # bits alike (view, release) take their coordinates at once
+        alike: dict[tuple[int | None, int], list[int]] = {}
         for i in range(T.width_of(op.result)):
-            release = _release(last, op, i)
             g = None if (op.result, i) in exposed else group    # read as it is: every view
-            c, clear_half = coords.take(g, birth, isinstance(op, T.ThresholdOp))
-            if clear_half == birth and g is None and group is not None:
-                # the copy neurons of a grouped op are gated: an ungrouped clear
-                coords.clears.setdefault((birth, None), []).append(c)
-            elif clear_half == birth:
-                over.append(c)            # the threshold's own copy neuron
-            coords.hold(c, g, release)
-            intervals.append((birth, release, g))
-            taken.append(c)
+            alike.setdefault((g, _release(last, op, i)), []).append(i)
+        taken = [0] * T.width_of(op.result)
+        over = []
+        for (g, release), bits in alike.items():
+            got = coords.take(g, birth, release, isinstance(op, T.ThresholdOp), len(bits))
+            for i, (c, clear_half) in zip(bits, got):
+                if clear_half == birth and g is None and group is not None:
+                    # the copy neurons of a grouped op are gated: an ungrouped clear
+                    coords.clears.setdefault((birth, None), []).append(c)
+                elif clear_half == birth:
+                    over.append(c)            # the threshold's own copy neuron
+                intervals.append((birth, release, g))
+                taken[i] = c
         for holder in merge.reads() if merge is not None else [op]:
             holder.properties["coords"] = T.i64_array(T.ranges_of(taken))
         if over:
@@ -335,11 +340,17 @@ class _Budget:
     and a unit that does not fit holds back the later ones of its view, so
     one circuit finishes before the next starts (the lowering emits each op's
     circuit whole), where side by side they would not fit (several
-    multipliers in one block) — more layers, far fewer live bits."""
+    multipliers in one block) — more layers, far fewer live bits; `burst`:
+    a half where no unit fits the budget takes the units that add the fewest
+    bits at once, while the live bits stay within hidden − `_BURST_SLACK`,
+    rather than one unit every few halves (a schedule that stalls with the
+    live bits at the budget, each unit adding a few, out of that regime in a
+    few halves instead of dozens)."""
 
     margin: int
     strict: bool = False
     in_order: bool = False
+    burst: bool = False
 
 
 #: The budgets the list scheduler tries in turn. A wider margin holds more
@@ -347,7 +358,10 @@ class _Budget:
 #: allocator needs (coordinates that one view frees and another cannot take
 #: yet) depends on the program, so no one budget suits every kernel.
 _BUDGETS = (_Budget(40), _Budget(150), _Budget(40, strict=True), _Budget(300), _Budget(600),
-            _Budget(150, in_order=True), _Budget(300, in_order=True))
+            _Budget(150, in_order=True), _Budget(300, in_order=True), _Budget(150, burst=True),
+            _Budget(300, burst=True))
+#: The coordinates a burst leaves to the flag, the pads and the allocator.
+_BURST_SLACK = 68
 #: The layer count a schedule should stay within (the published design's).
 _LAYER_GOAL = 45
 
@@ -368,9 +382,12 @@ class _Placement:
     anyway (the allocator then names the overflow)."""
 
     def __init__(self, program: T.ProgramOp, units: list[_Unit], res: _Resources,
-                 heads: int, budget: int, strict: bool = False, in_order: bool = False) -> None:
+                 heads: int, budget: int, strict: bool = False, in_order: bool = False,
+                 burst: int | None = None) -> None:
         self.units, self.res = units, res
         self.in_order = in_order
+        #: the live bits a burst stays within (None: no bursts)
+        self.burst = burst
         #: halves without a placement before the best candidate goes anyway
         self.patience = 1 if in_order else 2
         self.heads, self.budget = heads, budget
@@ -455,12 +472,10 @@ class _Placement:
                     if self.in_order:
                         held.add(view)
                     continue
-                self._place(i, h)
+                self._take(i, h, delta, live, left)
                 went.append(i)
-                for g, d in delta.items():
-                    live[g] = live.get(g, 0) + d
-                for b in self.ins[i]:
-                    left[b] -= 1
+            if not went and self.burst is not None:
+                went = self._burst(cands, h, live, left, is_mlp)
             for i in went:
                 half_of[i] = h
                 ready.discard(i)
@@ -477,6 +492,33 @@ class _Placement:
                                     f"be placed in half {h} (neurons or heads)")
             h += 1
         return last
+
+    def _take(self, i: int, h: int, delta: dict[int | None, int], live: dict, left: dict) -> None:
+        """Place unit i in half h, counting its bits in and its last reads out."""
+        self._place(i, h)
+        for g, d in delta.items():
+            live[g] = live.get(g, 0) + d
+        for b in self.ins[i]:
+            left[b] -= 1
+
+    def _burst(self, cands: list[int], h: int, live: dict, left: dict, is_mlp: bool) -> list[int]:
+        """A stalled half: the candidates that add the fewest bits first (the
+        first whatever it adds), while the live bits stay within the burst's."""
+        went: list[int] = []
+        budget, self.budget = self.budget, self.burst
+        try:
+            for i in sorted(cands, key=lambda i: (sum(self._delta(i, left, is_mlp).values()),
+                                                  -self.height[i])):
+                if not self._fits(i, h):
+                    continue
+                delta = self._delta(i, left, is_mlp)
+                if went and not self._within(live, delta):
+                    break
+                self._take(i, h, delta, live, left)
+                went.append(i)
+        finally:
+            self.budget = budget
+        return went
 
     @staticmethod
     def _view_of(unit: _Unit) -> int | None:

@@ -20,6 +20,7 @@ import random
 import pytest
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
+from conftest import SHARED_KERNELS, needs_shared_kernels
 from qgc.dialects import tensor as T
 from qgc.passes.tensor_schedule_layers import peak_live, schedule
 from qgc.passes.tensor_to_weights import compile_program, margins
@@ -336,3 +337,33 @@ def test_overwrites_must_be_output_coordinates():
     _set(and_, "overwrites", [60, 61])
     with pytest.raises(VerifyException, match="not among its output coordinates"):
         program.verify()
+
+
+@needs_shared_kernels
+def test_a_stalled_schedule_bursts(monkeypatch):
+    """dot_ll_sizet (clang) stalls with its live bits at the budget, a unit
+    every few halves; the burst budget takes the units that add the fewest
+    bits at once and keeps it within the layer goal."""
+    import qgc.passes.tensor_schedule_layers as S
+    from qgc import driver
+    from qgc.pipeline import stage, up_to
+    from qgc.runtime.launch import load_launch
+
+    ctx, module = driver.load(str(SHARED_KERNELS / "dot_ll_sizet.clang.ptx"))
+    driver.apply_for_launch(ctx, module, up_to(stage("tensor"), "tensor-schedule-layers"),
+                            load_launch(SHARED_KERNELS / "dot_ll_sizet.json"))
+    (program,) = T.programs_of(module)
+
+    def layers_with(budget) -> int | None:
+        """The schedule's layers with the one budget, None when it overflows."""
+        monkeypatch.setattr(S, "_BUDGETS", (budget,))
+        try:
+            schedule(program, 2048, 6144, 16)
+        except DiagnosticException:
+            return None
+        program.verify()
+        return program.limit("layers")
+
+    for margin in (150, 300):
+        assert layers_with(S._Budget(margin)) in (None, *range(S._LAYER_GOAL + 1, 1000))
+    assert layers_with(S._Budget(150, burst=True)) <= S._LAYER_GOAL
