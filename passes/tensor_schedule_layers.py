@@ -290,7 +290,7 @@ def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
         over = []
         for (g, release), bits in alike.items():
             got = coords.take(g, birth, release, isinstance(op, T.ThresholdOp), len(bits))
-            for i, (c, clear_half) in zip(bits, got):
+            for i, (c, clear_half) in zip(bits, got, strict=True):
                 if clear_half == birth and g is None and group is not None:
                     # the copy neurons of a grouped op are gated: an ungrouped clear
                     coords.clears.setdefault((birth, None), []).append(c)
