@@ -206,12 +206,15 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     closest: _Overflow | None = None
     held = None                                 # the budget of the schedule in place
     exposed = T.exposed_bits(program, _bit_keys)   # the same for every budget
+    strip_schedule(program)
+    flow = _Dataflow(program)
+    _check_fits(program, flow, intermediate, heads)
     with progress(desc=f"scheduling {program.program_name}", total=len(_BUDGETS),
                   unit="try") as tries:
         for n, budget in enumerate(_BUDGETS):
             tries.update()
             try:
-                _schedule(program, hidden, intermediate, heads, budget, exposed)
+                _schedule(program, hidden, intermediate, heads, budget, exposed, flow)
             except _Overflow as err:
                 closest = err if closest is None or err.need < closest.need else closest
                 held = None
@@ -226,15 +229,12 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
         raise closest
     _, n = min(fits)
     if n != held:
-        _schedule(program, hidden, intermediate, heads, _BUDGETS[n], exposed)
+        _schedule(program, hidden, intermediate, heads, _BUDGETS[n], exposed, flow)
 
 
-def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
-              budget: _Budget, exposed: set) -> None:
-    """One schedule with `budget`; `exposed`: `T.exposed_bits` of the program."""
-    strip_schedule(program)
-    units = list(_in_dependency_order(program, _units(program)))
-    for unit in units:
+def _check_fits(program: T.ProgramOp, flow: _Dataflow, intermediate: int, heads: int) -> None:
+    """Every threshold fits one MLP half, and there is a head for a memory."""
+    for unit in flow.units:
         if unit.memory is None:
             need = unit.ops[0].gadget_neuron_count()  # type: ignore[attr-defined]
             if need + 1 > intermediate:
@@ -245,11 +245,18 @@ def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
             raise _fail(program, "needs a linear-attention head for memory "
                                  f"@{unit.memory.memory_name}; the layers have none "
                                  "(option heads)")
+
+
+def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
+              budget: _Budget, exposed: set, flow: _Dataflow) -> None:
+    """One schedule with `budget`; `exposed`: `T.exposed_bits` of the program,
+    `flow` its `_Dataflow` (the same for every budget)."""
+    strip_schedule(program)
     res = _Resources(intermediate)
-    placer = _Placement(program, units, res, heads, hidden - budget.margin, budget.strict,
+    placer = _Placement(flow, res, heads, hidden - budget.margin, budget.strict,
                         budget.in_order, hidden - _BURST_SLACK if budget.burst else None)
     last_half = placer.run()
-    sinking = _Sinking(program, units, res, heads, last_half)
+    sinking = _Sinking(flow, res, heads, last_half)
     sinking.run()
     sinking.renumber_heads()
 
@@ -370,32 +377,23 @@ _LAYER_GOAL = 45
 _CLEAR_SHARE = 16
 
 
-class _Placement:
-    """List scheduling half by half (`attn 0, mlp 0, attn 1, ...`): in each
-    half, the units whose operands are ready, highest first (the longest chain
-    of units still to come after them, then program order), while the half
-    has neurons (each threshold with one per output bit in reserve for its
-    copies) or heads, and while the bits live across the half stay within the
-    budget of coordinates in every view (the ungrouped bits plus the fullest
-    group's). A unit that frees as many bits as it makes is always welcome;
-    when nothing could go for two halves running, the best candidate goes
-    anyway (the allocator then names the overflow)."""
+class _Dataflow:
+    """What the placement and sinking of every budget read of a program,
+    built once: the units in dependency order; the bits each makes (`outs`;
+    `outs_read`: those something reads) and reads (`ins`), how many units
+    read each bit (`reader_count`) and the bits outputs read (`to_end`); the
+    dependences, a merge's readers waiting for all its reads, and each
+    unit's height (the longest chain of units from it); each bit's view and
+    each unit's. For sinking, each unit's bits read with a merge's later
+    reads behind its first's (`reads`), and each bit's readers."""
 
-    def __init__(self, program: T.ProgramOp, units: list[_Unit], res: _Resources,
-                 heads: int, budget: int, strict: bool = False, in_order: bool = False,
-                 burst: int | None = None) -> None:
-        self.units, self.res = units, res
-        self.in_order = in_order
-        #: the live bits a burst stays within (None: no bursts)
-        self.burst = burst
-        #: halves without a placement before the best candidate goes anyway
-        self.patience = 1 if in_order else 2
-        self.heads, self.budget = heads, budget
+    def __init__(self, program: T.ProgramOp) -> None:
+        self.units = units = list(_in_dependency_order(program, _units(program)))
         unit_of = {op: i for i, u in enumerate(units) for op in u.ops}
         src = _Sinking.roots(program)
         self.outs: list[list[tuple[SSAValue, int]]] = [[] for _ in units]
         self.ins: list[set[tuple[SSAValue, int]]] = [set() for _ in units]
-        self.readers: dict[tuple[SSAValue, int], int] = {}
+        self.reader_count: dict[tuple[SSAValue, int], int] = {}
         self.to_end: set[tuple[SSAValue, int]] = set()
         producer: dict[SSAValue, int] = {}
         for op in program.ops():
@@ -417,13 +415,21 @@ class _Placement:
                     self.preds[i].add(p)
                     self.succs[p].add(i)
             for b in bits:
-                self.readers[b] = self.readers.get(b, 0) + 1
-        # bits nobody reads hold no coordinate: a merge's later reads write onto
-        # its first read's bits, which its readers read (strict: count them)
-        if not strict:
-            self.outs = [[b for b in bits if b in self.readers or b in self.to_end]
-                         for bits in self.outs]
-        for u in units:                         # a merge's readers wait for all its reads
+                self.reader_count[b] = self.reader_count.get(b, 0) + 1
+        self.outs_read = [[b for b in bits if b in self.reader_count or b in self.to_end]
+                          for bits in self.outs]
+        self._wait_for_merges(unit_of)
+        self.height = [0] * len(units)
+        for i in reversed(range(len(units))):   # units are in dependency order
+            self.height[i] = 1 + max((self.height[c] for c in self.succs[i]), default=0)
+        self.group = {b: getattr(b[0].owner, "group_index", None)
+                      for bits in self.outs for b in bits}
+        self.view = [_Placement._view_of(u) for u in units]
+        self._sinking_reads(program, unit_of, src)
+
+    def _wait_for_merges(self, unit_of: dict[Operation, int]) -> None:
+        """A merge's readers wait for all its reads."""
+        for u in self.units:
             for op in u.ops:
                 merge = T.merge_of(op) if isinstance(op, T.KvReadOp) else None
                 if merge is not None:
@@ -433,12 +439,56 @@ class _Placement:
                             if c != j:
                                 self.preds[c].add(j)
                                 self.succs[j].add(c)
-        self.height = [0] * len(units)
-        for i in reversed(range(len(units))):   # units are in dependency order
-            self.height[i] = 1 + max((self.height[c] for c in self.succs[i]), default=0)
-        self.group = {b: getattr(b[0].owner, "group_index", None)
-                      for bits in self.outs for b in bits}
-        self.view = [self._view_of(u) for u in units]
+
+    def _sinking_reads(self, program: T.ProgramOp, unit_of: dict[Operation, int],
+                       src: dict) -> None:
+        """`reads` and `readers`: a merge's bits are its first read's, and
+        reading them reads every read's."""
+        also: dict[tuple[SSAValue, int], list[tuple[SSAValue, int]]] = {}
+        for op in program.ops():
+            if isinstance(op, T.MergeOp):
+                first = op.first_read()
+                for r in op.reads():
+                    for k in range(T.width_of(r.result) if r is not first else 0):
+                        also.setdefault((first.result, k), []).append((r.result, k))
+        self.readers: dict[tuple[SSAValue, int], set[int]] = {}   # bit → reading units
+        self.reads: list[set[tuple[SSAValue, int]]] = [set() for _ in self.units]
+        for op in program.ops():
+            if op in unit_of and not isinstance(op, T.OutputOp):
+                i = unit_of[op]
+                bits = _Sinking.bits_read(op, src)
+                bits += [b for x in bits for b in also.get(x, ())]
+                self.reads[i].update(bits)
+                for b in bits:
+                    self.readers.setdefault(b, set()).add(i)
+
+
+class _Placement:
+    """List scheduling half by half (`attn 0, mlp 0, attn 1, ...`): in each
+    half, the units whose operands are ready, highest first (the longest chain
+    of units still to come after them, then program order), while the half
+    has neurons (each threshold with one per output bit in reserve for its
+    copies) or heads, and while the bits live across the half stay within the
+    budget of coordinates in every view (the ungrouped bits plus the fullest
+    group's). A unit that frees as many bits as it makes is always welcome;
+    when nothing could go for two halves running, the best candidate goes
+    anyway (the allocator then names the overflow)."""
+
+    def __init__(self, flow: _Dataflow, res: _Resources, heads: int, budget: int,
+                 strict: bool = False, in_order: bool = False, burst: int | None = None) -> None:
+        self.units, self.res = flow.units, res
+        self.in_order = in_order
+        #: the live bits a burst stays within (None: no bursts)
+        self.burst = burst
+        #: halves without a placement before the best candidate goes anyway
+        self.patience = 1 if in_order else 2
+        self.heads, self.budget = heads, budget
+        # bits nobody reads hold no coordinate: a merge's later reads write onto
+        # its first read's bits, which its readers read (strict: count them)
+        self.outs = flow.outs if strict else flow.outs_read
+        self.ins, self.readers, self.to_end = flow.ins, flow.reader_count, flow.to_end
+        self.preds, self.succs, self.height = flow.preds, flow.succs, flow.height
+        self.group, self.view = flow.group, flow.view
 
     def run(self) -> int:
         n = len(self.units)
@@ -582,36 +632,13 @@ class _Sinking:
     first (latest units first), so chains sink together. The layer count
     stays."""
 
-    def __init__(self, program: T.ProgramOp, units: list[_Unit], res: _Resources,
-                 heads: int, last_half: int) -> None:
-        self.program, self.units, self.res = program, units, res
+    def __init__(self, flow: _Dataflow, res: _Resources, heads: int, last_half: int) -> None:
+        self.units, self.res = flow.units, res
         self.heads = heads
         self.end = 2 * (last_half // 2) + 1          # the last MLP half of the stack
-        self.unit_of: dict[Operation, int] = {op: i for i, u in enumerate(units) for op in u.ops}
         self.half = [T.half_index(u.memory if u.memory is not None else u.ops[0])
-                     for u in units]
-        self.src = self.roots(program)
-        # a merge's bits are its first read's; reading them reads every read's
-        also: dict[tuple[SSAValue, int], list[tuple[SSAValue, int]]] = {}
-        for op in program.ops():
-            if isinstance(op, T.MergeOp):
-                first = op.first_read()
-                for r in op.reads():
-                    for k in range(T.width_of(r.result) if r is not first else 0):
-                        also.setdefault((first.result, k), []).append((r.result, k))
-        self.readers: dict[tuple[SSAValue, int], set[int]] = {}   # bit → reading units
-        self.to_end: set[tuple[SSAValue, int]] = set()           # bits outputs read
-        self.reads: list[set[tuple[SSAValue, int]]] = [set() for _ in units]
-        for op in program.ops():
-            if isinstance(op, T.OutputOp):
-                self.to_end.update(self.src[op.value])
-            elif op in self.unit_of:
-                i = self.unit_of[op]
-                bits = self.bits_read(op, self.src)
-                bits += [b for x in bits for b in also.get(x, ())]
-                self.reads[i].update(bits)
-                for b in bits:
-                    self.readers.setdefault(b, set()).add(i)
+                     for u in self.units]
+        self.readers, self.to_end, self.reads = flow.readers, flow.to_end, flow.reads
 
     @staticmethod
     def roots(program: T.ProgramOp) -> dict[SSAValue, list[tuple[SSAValue, int]]]:
