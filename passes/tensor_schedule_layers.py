@@ -425,7 +425,31 @@ class _Dataflow:
         self.group = {b: getattr(b[0].owner, "group_index", None)
                       for bits in self.outs for b in bits}
         self.view = [_Placement._view_of(u) for u in units]
+        self._numbered_reads()
         self._sinking_reads(program, unit_of, src)
+
+    def _numbered_reads(self) -> None:
+        """The bits units read that do not live to the end anyway, numbered
+        (`in_bits` per unit; `bit_group`, `bit_readers` per number), and each
+        unit's output bits counted per view (`out_count`; `out_count_read`:
+        those something reads): what the placement's live-bit deltas add up,
+        as list lookups rather than hashes of SSA values."""
+        number: dict[tuple[SSAValue, int], int] = {}
+        self.in_bits = [[number.setdefault(b, len(number)) for b in bits if b not in self.to_end]
+                        for bits in self.ins]
+        self.bit_group: list[int | None] = [None] * len(number)
+        self.bit_readers = [0] * len(number)
+        for b, k in number.items():
+            self.bit_group[k] = getattr(b[0].owner, "group_index", None)
+            self.bit_readers[k] = self.reader_count[b]
+        self.out_count = [self._per_view(bits) for bits in self.outs]
+        self.out_count_read = [self._per_view(bits) for bits in self.outs_read]
+
+    def _per_view(self, bits: list[tuple[SSAValue, int]]) -> dict[int | None, int]:
+        count: dict[int | None, int] = {}
+        for b in bits:
+            count[self.group[b]] = count.get(self.group[b], 0) + 1
+        return count
 
     def _wait_for_merges(self, unit_of: dict[Operation, int]) -> None:
         """A merge's readers wait for all its reads."""
@@ -485,10 +509,13 @@ class _Placement:
         self.heads, self.budget = heads, budget
         # bits nobody reads hold no coordinate: a merge's later reads write onto
         # its first read's bits, which its readers read (strict: count them)
-        self.outs = flow.outs if strict else flow.outs_read
-        self.ins, self.readers, self.to_end = flow.ins, flow.reader_count, flow.to_end
+        self.out_count = flow.out_count if strict else flow.out_count_read
+        self.in_bits, self.bit_group = flow.in_bits, flow.bit_group
+        self.bit_readers = flow.bit_readers
         self.preds, self.succs, self.height = flow.preds, flow.succs, flow.height
-        self.group, self.view = flow.group, flow.view
+        self.view = flow.view
+        #: unit → its delta while no unit is placed (placing one changes `left`)
+        self._deltas: dict[int, dict[int | None, int]] = {}
 
     def run(self) -> int:
         n = len(self.units)
@@ -497,7 +524,7 @@ class _Placement:
         ready = {i for i in range(n) if waiting[i] == 0}
         ready_at = {i: 0 for i in ready}
         live: dict[int | None, int] = {None: 0}
-        left = dict(self.readers)
+        left = list(self.bit_readers)     # bit number → its readers not yet placed
         placed, h, stall, last = 0, 0, 0, 0
         while placed < n:
             is_mlp = h % 2 == 1
@@ -543,15 +570,17 @@ class _Placement:
             h += 1
         return last
 
-    def _take(self, i: int, h: int, delta: dict[int | None, int], live: dict, left: dict) -> None:
+    def _take(self, i: int, h: int, delta: dict[int | None, int], live: dict,
+              left: list[int]) -> None:
         """Place unit i in half h, counting its bits in and its last reads out."""
         self._place(i, h)
         for g, d in delta.items():
             live[g] = live.get(g, 0) + d
-        for b in self.ins[i]:
-            left[b] -= 1
+        for k in self.in_bits[i]:
+            left[k] -= 1
+        self._deltas.clear()
 
-    def _burst(self, cands: list[int], h: int, live: dict, left: dict, is_mlp: bool) -> list[int]:
+    def _burst(self, cands: list[int], h: int, live: dict, left: list[int], is_mlp: bool) -> list[int]:
         """A stalled half: the candidates that add the fewest bits first (the
         first whatever it adds), while the live bits stay within the burst's."""
         went: list[int] = []
@@ -583,18 +612,18 @@ class _Placement:
             return self.res.heads.get(h, 0) < self.heads
         return self.res.fits(unit.ops[0], h)
 
-    def _delta(self, i: int, left: dict, is_mlp: bool) -> dict[int | None, int]:
+    def _delta(self, i: int, left: list[int], is_mlp: bool) -> dict[int | None, int]:
         """Bits live across the half after placing unit i, per view: its
         outputs more, the inputs it reads last fewer (an MLP writes over them in
         the same half; a read only in the next, counted there as well)."""
-        delta: dict[int | None, int] = {}
-        for b in self.outs[i]:
-            g = self.group[b]
-            delta[g] = delta.get(g, 0) + 1
-        for b in self.ins[i]:
-            if left[b] == 1 and b not in self.to_end:
-                g = getattr(b[0].owner, "group_index", None)
-                delta[g] = delta.get(g, 0) - 1
+        delta = self._deltas.get(i)
+        if delta is None:
+            delta = dict(self.out_count[i])
+            for k in self.in_bits[i]:
+                if left[k] == 1:
+                    g = self.bit_group[k]
+                    delta[g] = delta.get(g, 0) - 1
+            self._deltas[i] = delta
         return delta
 
     def _within(self, live: dict[int | None, int], delta: dict[int | None, int]) -> bool:
