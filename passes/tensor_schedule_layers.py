@@ -364,7 +364,7 @@ class _Budget:
 #: units back (fewer coordinates, often more layers); how much slack the
 #: allocator needs (coordinates that one view frees and another cannot take
 #: yet) depends on the program, so no one budget suits every kernel.
-_BUDGETS = (_Budget(40), _Budget(150), _Budget(40, strict=True), _Budget(300), _Budget(600),
+_BUDGETS = (_Budget(40), _Budget(150), _Budget(300), _Budget(40, strict=True), _Budget(600),
             _Budget(150, in_order=True), _Budget(300, in_order=True), _Budget(150, burst=True),
             _Budget(300, burst=True))
 #: The coordinates a burst leaves to the flag, the pads and the allocator.
