@@ -33,7 +33,6 @@ error that names the limit and the amount."""
 from __future__ import annotations
 
 import bisect
-import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +45,13 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from qgc.dialects import tensor as T
 from qgc.passes.tensor_schedule.coordinates import Coordinates, Neurons
+from qgc.passes.tensor_schedule.dataflow import (
+    Dataflow,
+    ScheduleError,
+    Unit,
+    bit_keys,
+    fail,
+)
 from qgc.progress import progress
 
 #: Largest pad value (exact in bfloat16, and x = P/8 stays exact).
@@ -60,15 +66,6 @@ def filler_pads(energy: int) -> list[int]:
         pads.append(s)
         energy -= s * s
     return pads
-
-
-@dataclass
-class _Unit:
-    """What the scheduler places at once: a threshold op, or a memory with its accesses."""
-
-    ops: list[Operation]
-    deps: list[SSAValue]
-    memory: T.MemoryOp | None = None
 
 
 @dataclass
@@ -102,14 +99,6 @@ class _Resources:
         return lo
 
 
-class ScheduleError(DiagnosticException):
-    pass
-
-
-def _fail(program: T.ProgramOp, message: str) -> ScheduleError:
-    return ScheduleError(f"error: tensor program '{program.program_name}' {message}")
-
-
 def strip_schedule(program: T.ProgramOp) -> None:
     """Forget an earlier schedule: placements, coordinates, clears, pads, limits."""
     for op in program.ops():
@@ -123,72 +112,6 @@ def strip_schedule(program: T.ProgramOp) -> None:
             op.properties.pop("coords", None)
     for name in T.ProgramOp.LIMITS:
         program.properties.pop(name, None)
-
-
-def _units(program: T.ProgramOp) -> list[_Unit]:
-    units: list[_Unit] = []
-    by_memory: dict[str, _Unit] = {}
-    for op in program.ops():
-        if isinstance(op, T.ThresholdOp):
-            units.append(_Unit([op], list(op.inputs)))
-        elif isinstance(op, T.MemoryOp):
-            unit = _Unit([op], [], memory=op)
-            by_memory[op.memory_name] = unit
-            units.append(unit)
-    for op in program.ops():
-        if isinstance(op, T.KvWriteOp | T.KvReadOp):
-            unit = by_memory.get(op.memory_name)
-            if unit is None:
-                raise _fail(program, f"accesses memory @{op.memory_name}, which it does not "
-                                     "declare")
-            unit.ops.append(op)
-            unit.deps += list(op.operands)
-    return units
-
-
-def _producers(program: T.ProgramOp, units: list[_Unit]) -> dict[SSAValue, frozenset[int]]:
-    """Each value → the units (by index) whose results it is made of (views
-    look through to the bits they show; inputs come from no unit)."""
-    made_by: dict[SSAValue, int] = {}
-    for i, unit in enumerate(units):
-        for op in unit.ops:
-            if isinstance(op, T.ThresholdOp | T.KvReadOp):
-                made_by[op.results[0]] = i
-    out: dict[SSAValue, frozenset[int]] = {}
-    for op in program.ops():
-        for r in op.results:
-            if r in made_by:
-                out[r] = frozenset((made_by[r],))
-            elif isinstance(op, T.SliceOp | T.ConcatOp | T.MergeOp):
-                out[r] = frozenset().union(*(out[v] for v in op.operands))
-            else:
-                out[r] = frozenset()
-    return out
-
-
-def _in_dependency_order(program: T.ProgramOp, units: list[_Unit]):
-    """The units in the order the list scheduler takes them: always the first
-    (in program order) whose operands are all placed."""
-    producers = _producers(program, units)
-    needs = [set().union(*(producers[v] for v in u.deps)) - {i} for i, u in enumerate(units)]
-    users: list[list[int]] = [[] for _ in units]
-    for i, need in enumerate(needs):
-        for j in need:
-            users[j].append(i)
-    waiting = [len(n) for n in needs]
-    ready = [i for i, n in enumerate(waiting) if n == 0]
-    heapq.heapify(ready)
-    done = 0
-    while ready:
-        i = heapq.heappop(ready)
-        done += 1
-        yield units[i]
-        for j in users[i]:
-            waiting[j] -= 1
-            if waiting[j] == 0:
-                heapq.heappush(ready, j)
-    if done < len(units):
-        raise _fail(program, "has a dataflow cycle through its memories")
 
 
 class _Overflow(ScheduleError):
@@ -205,9 +128,9 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
     fits: list[tuple[int, int]] = []            # (layers, index of the budget)
     closest: _Overflow | None = None
     held = None                                 # the budget of the schedule in place
-    exposed = T.exposed_bits(program, _bit_keys)   # the same for every budget
+    exposed = T.exposed_bits(program, bit_keys)   # the same for every budget
     strip_schedule(program)
-    flow = _Dataflow(program)
+    flow = Dataflow(program)
     _check_fits(program, flow, intermediate, heads)
     with progress(desc=f"scheduling {program.program_name}", total=len(_BUDGETS),
                   unit="try") as tries:
@@ -232,25 +155,25 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
         _schedule(program, hidden, intermediate, heads, _BUDGETS[n], exposed, flow)
 
 
-def _check_fits(program: T.ProgramOp, flow: _Dataflow, intermediate: int, heads: int) -> None:
+def _check_fits(program: T.ProgramOp, flow: Dataflow, intermediate: int, heads: int) -> None:
     """Every threshold fits one MLP half, and there is a head for a memory."""
     for unit in flow.units:
         if unit.memory is None:
             need = unit.ops[0].gadget_neuron_count()  # type: ignore[attr-defined]
             if need + 1 > intermediate:
-                raise _fail(program, f"has a tensor.threshold of {need} neurons; an MLP half "
+                raise fail(program, f"has a tensor.threshold of {need} neurons; an MLP half "
                                      f"has {intermediate} including the constant neuron "
                                      "(option intermediate)")
         elif heads < 1:
-            raise _fail(program, "needs a linear-attention head for memory "
+            raise fail(program, "needs a linear-attention head for memory "
                                  f"@{unit.memory.memory_name}; the layers have none "
                                  "(option heads)")
 
 
 def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
-              budget: _Budget, exposed: set, flow: _Dataflow) -> None:
+              budget: _Budget, exposed: set, flow: Dataflow) -> None:
     """One schedule with `budget`; `exposed`: `T.exposed_bits` of the program,
-    `flow` its `_Dataflow` (the same for every budget)."""
+    `flow` its `Dataflow` (the same for every budget)."""
     strip_schedule(program)
     res = _Resources(intermediate)
     placer = _Placement(flow, res, heads, hidden - budget.margin, budget.strict,
@@ -316,7 +239,7 @@ def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
     pads: list[T.PadOp] = []
     budget = 64 * hidden - energy
     if budget < 0:
-        raise _fail(program, f"needs sum(h²) = {energy} before its first layer, more than "
+        raise fail(program, f"needs sum(h²) = {energy} before its first layer, more than "
                              f"64·hidden = {64 * hidden} (option hidden)")
     for p in filler_pads(budget):
         pads.append(T.PadOp(coords.fresh(), p))
@@ -377,116 +300,6 @@ _LAYER_GOAL = 45
 _CLEAR_SHARE = 16
 
 
-class _Dataflow:
-    """What the placement and sinking of every budget read of a program,
-    built once: the units in dependency order; the bits each makes (`outs`;
-    `outs_read`: those something reads) and reads (`ins`), how many units
-    read each bit (`reader_count`) and the bits outputs read (`to_end`); the
-    dependences, a merge's readers waiting for all its reads, and each
-    unit's height (the longest chain of units from it); each bit's view and
-    each unit's. For sinking, each unit's bits read with a merge's later
-    reads behind its first's (`reads`), and each bit's readers."""
-
-    def __init__(self, program: T.ProgramOp) -> None:
-        self.units = units = list(_in_dependency_order(program, _units(program)))
-        unit_of = {op: i for i, u in enumerate(units) for op in u.ops}
-        src = _Sinking.roots(program)
-        self.outs: list[list[tuple[SSAValue, int]]] = [[] for _ in units]
-        self.ins: list[set[tuple[SSAValue, int]]] = [set() for _ in units]
-        self.reader_count: dict[tuple[SSAValue, int], int] = {}
-        self.to_end: set[tuple[SSAValue, int]] = set()
-        producer: dict[SSAValue, int] = {}
-        for op in program.ops():
-            if isinstance(op, T.OutputOp):
-                self.to_end.update(src[op.value])
-            if op not in unit_of:
-                continue
-            i = unit_of[op]
-            if isinstance(op, T.ThresholdOp | T.KvReadOp):
-                producer[op.result] = i
-                self.outs[i] += [(op.result, k) for k in range(T.width_of(op.result))]
-            self.ins[i].update(_Sinking.bits_read(op, src))
-        self.preds: list[set[int]] = [set() for _ in units]
-        self.succs: list[set[int]] = [set() for _ in units]
-        for i, bits in enumerate(self.ins):
-            for v, _ in bits:
-                p = producer.get(v)
-                if p is not None and p != i:
-                    self.preds[i].add(p)
-                    self.succs[p].add(i)
-            for b in bits:
-                self.reader_count[b] = self.reader_count.get(b, 0) + 1
-        self.outs_read = [[b for b in bits if b in self.reader_count or b in self.to_end]
-                          for bits in self.outs]
-        self._wait_for_merges(unit_of)
-        self.height = [0] * len(units)
-        for i in reversed(range(len(units))):   # units are in dependency order
-            self.height[i] = 1 + max((self.height[c] for c in self.succs[i]), default=0)
-        self.group = {b: getattr(b[0].owner, "group_index", None)
-                      for bits in self.outs for b in bits}
-        self.view = [_Placement._view_of(u) for u in units]
-        self._numbered_reads()
-        self._sinking_reads(program, unit_of, src)
-
-    def _numbered_reads(self) -> None:
-        """The bits units read that do not live to the end anyway, numbered
-        (`in_bits` per unit; `bit_group`, `bit_readers` per number), and each
-        unit's output bits counted per view (`out_count`; `out_count_read`:
-        those something reads): what the placement's live-bit deltas add up,
-        as list lookups rather than hashes of SSA values."""
-        number: dict[tuple[SSAValue, int], int] = {}
-        self.in_bits = [[number.setdefault(b, len(number)) for b in bits if b not in self.to_end]
-                        for bits in self.ins]
-        self.bit_group: list[int | None] = [None] * len(number)
-        self.bit_readers = [0] * len(number)
-        for b, k in number.items():
-            self.bit_group[k] = getattr(b[0].owner, "group_index", None)
-            self.bit_readers[k] = self.reader_count[b]
-        self.out_count = [self._per_view(bits) for bits in self.outs]
-        self.out_count_read = [self._per_view(bits) for bits in self.outs_read]
-
-    def _per_view(self, bits: list[tuple[SSAValue, int]]) -> dict[int | None, int]:
-        count: dict[int | None, int] = {}
-        for b in bits:
-            count[self.group[b]] = count.get(self.group[b], 0) + 1
-        return count
-
-    def _wait_for_merges(self, unit_of: dict[Operation, int]) -> None:
-        """A merge's readers wait for all its reads."""
-        for u in self.units:
-            for op in u.ops:
-                merge = T.merge_of(op) if isinstance(op, T.KvReadOp) else None
-                if merge is not None:
-                    for r in merge.reads():
-                        j = unit_of[r.memory_op()]
-                        for c in self.succs[unit_of[merge.first_read().memory_op()]]:
-                            if c != j:
-                                self.preds[c].add(j)
-                                self.succs[j].add(c)
-
-    def _sinking_reads(self, program: T.ProgramOp, unit_of: dict[Operation, int],
-                       src: dict) -> None:
-        """`reads` and `readers`: a merge's bits are its first read's, and
-        reading them reads every read's."""
-        also: dict[tuple[SSAValue, int], list[tuple[SSAValue, int]]] = {}
-        for op in program.ops():
-            if isinstance(op, T.MergeOp):
-                first = op.first_read()
-                for r in op.reads():
-                    for k in range(T.width_of(r.result) if r is not first else 0):
-                        also.setdefault((first.result, k), []).append((r.result, k))
-        self.readers: dict[tuple[SSAValue, int], set[int]] = {}   # bit → reading units
-        self.reads: list[set[tuple[SSAValue, int]]] = [set() for _ in self.units]
-        for op in program.ops():
-            if op in unit_of and not isinstance(op, T.OutputOp):
-                i = unit_of[op]
-                bits = _Sinking.bits_read(op, src)
-                bits += [b for x in bits for b in also.get(x, ())]
-                self.reads[i].update(bits)
-                for b in bits:
-                    self.readers.setdefault(b, set()).add(i)
-
-
 class _Placement:
     """List scheduling half by half (`attn 0, mlp 0, attn 1, ...`): in each
     half, the units whose operands are ready, highest first (the longest chain
@@ -498,7 +311,7 @@ class _Placement:
     when nothing could go for two halves running, the best candidate goes
     anyway (the allocator then names the overflow)."""
 
-    def __init__(self, flow: _Dataflow, res: _Resources, heads: int, budget: int,
+    def __init__(self, flow: Dataflow, res: _Resources, heads: int, budget: int,
                  strict: bool = False, in_order: bool = False, burst: int | None = None) -> None:
         self.units, self.res = flow.units, res
         self.in_order = in_order
@@ -599,13 +412,6 @@ class _Placement:
             self.budget = budget
         return went
 
-    @staticmethod
-    def _view_of(unit: _Unit) -> int | None:
-        """The view a unit's bits are in (a memory's: its reads')."""
-        groups = {getattr(op, "group_index", None) for op in unit.ops
-                  if isinstance(op, T.ThresholdOp | T.KvReadOp)}
-        return groups.pop() if len(groups) == 1 else None
-
     def _fits(self, i: int, h: int) -> bool:
         unit = self.units[i]
         if unit.memory is not None:
@@ -661,29 +467,13 @@ class _Sinking:
     first (latest units first), so chains sink together. The layer count
     stays."""
 
-    def __init__(self, flow: _Dataflow, res: _Resources, heads: int, last_half: int) -> None:
+    def __init__(self, flow: Dataflow, res: _Resources, heads: int, last_half: int) -> None:
         self.units, self.res = flow.units, res
         self.heads = heads
         self.end = 2 * (last_half // 2) + 1          # the last MLP half of the stack
         self.half = [T.half_index(u.memory if u.memory is not None else u.ops[0])
                      for u in self.units]
         self.readers, self.to_end, self.reads = flow.readers, flow.to_end, flow.reads
-
-    @staticmethod
-    def roots(program: T.ProgramOp) -> dict[SSAValue, list[tuple[SSAValue, int]]]:
-        """Each value's bits as (producing result, index) (`T.bit_sources`; a
-        merge's bits are its first read's: its coordinates)."""
-        src: dict = {}
-        for _op, seen in T.bit_sources(program, _bit_keys):
-            src = seen                       # one dict, filled as the walk goes
-        return src
-
-    @staticmethod
-    def bits_read(op: Operation, src) -> list[tuple[SSAValue, int]]:
-        if isinstance(op, T.ThresholdOp):
-            flat = [b for v in op.inputs for b in src[v]]
-            return [flat[i] for i in op.read_bits() if i < len(flat)]
-        return [b for v in op.operands for b in src[v]]
 
     @staticmethod
     def _group(value: SSAValue) -> int | None:
@@ -716,7 +506,7 @@ class _Sinking:
             return
         self._move(i, new)
 
-    def _room(self, unit: _Unit, half: int) -> bool:
+    def _room(self, unit: Unit, half: int) -> bool:
         if unit.memory is not None:
             return self.res.heads.get(half, 0) < self.heads
         return self.res.fits(unit.ops[0], half)
@@ -775,11 +565,7 @@ def _release(last: dict[tuple[SSAValue, int], int], op: Operation, i: int) -> in
 
 def _last_reads(program: T.ProgramOp) -> dict[tuple[SSAValue, int], int]:
     """The last half that reads each bit (value, index) (`T.last_reads`)."""
-    return T.last_reads(program, _bit_keys)
-
-
-def _bit_keys(op: Operation) -> list[tuple[SSAValue, int]]:
-    return [(op.results[0], i) for i in range(T.width_of(op.results[0]))]
+    return T.last_reads(program, bit_keys)
 
 
 def peak_live(intervals) -> int:
