@@ -21,9 +21,10 @@ once takes a coordinate, and there are `hidden`):
    `tensor.clear` op, or the threshold's own copy neuron, `overwrites`), else
    a fresh one, which the embedding sets to −1, so that no write changes a
    token's energy; a grouped bit best fit (the coordinate whose busy time
-   in any view it extends least), so that many stay free in every view. Last the constant pads (`tensor.pad`) fill `sum(h²)` up to
-   `64·hidden` (one unit per bit coordinate is used) so every RMSNorm scale
-   is exactly 1/8.
+   in any view it extends least), so that many stay free in every view.
+   Last the constant pads (`tensor.pad`) fill `sum(h²)` up to `64·hidden`
+   (one unit per bit coordinate is used) so every RMSNorm scale is exactly
+   1/8.
 
 A view is the tokens on which one group runs (they see the ungrouped bits
 and that group's) or none does. Running out of coordinates (the message
@@ -51,6 +52,7 @@ from qgc.passes.tensor_schedule.dataflow import (
     Unit,
     bit_keys,
     fail,
+    group_of,
 )
 from qgc.progress import progress
 
@@ -88,6 +90,13 @@ class _Resources:
         room = self.intermediate - min(self.intermediate // _CLEAR_SHARE,
                                        self.intermediate - 1 - need - spare)
         return self.neurons.get(half, 1) + self.reserved.get(half, 0) + need + spare <= room
+
+    def has_room(self, unit: Unit, half: int, heads: int) -> bool:
+        """Whether `unit` fits half `half`: one of `heads` heads free for a
+        memory, neurons with their reserve for a threshold (`fits`)."""
+        if unit.memory is not None:
+            return self.heads.get(half, 0) < heads
+        return self.fits(unit.ops[0], half)
 
     def add(self, op: Operation, half: int, sign: int = 1) -> int:
         """Count threshold `op` in (sign −1: out of) MLP half `half`; its first
@@ -162,12 +171,12 @@ def _check_fits(program: T.ProgramOp, flow: Dataflow, intermediate: int, heads: 
             need = unit.ops[0].gadget_neuron_count()  # type: ignore[attr-defined]
             if need + 1 > intermediate:
                 raise fail(program, f"has a tensor.threshold of {need} neurons; an MLP half "
-                                     f"has {intermediate} including the constant neuron "
-                                     "(option intermediate)")
+                                    f"has {intermediate} including the constant neuron "
+                                    "(option intermediate)")
         elif heads < 1:
             raise fail(program, "needs a linear-attention head for memory "
-                                 f"@{unit.memory.memory_name}; the layers have none "
-                                 "(option heads)")
+                                f"@{unit.memory.memory_name}; the layers have none "
+                                "(option heads)")
 
 
 def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
@@ -240,7 +249,7 @@ def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
     budget = 64 * hidden - energy
     if budget < 0:
         raise fail(program, f"needs sum(h²) = {energy} before its first layer, more than "
-                             f"64·hidden = {64 * hidden} (option hidden)")
+                            f"64·hidden = {64 * hidden} (option hidden)")
     for p in filler_pads(budget):
         pads.append(T.PadOp(coords.fresh(), p))
     next_coord = coords.next
@@ -346,7 +355,7 @@ class _Placement:
                            key=lambda i: i if self.in_order else (-self.height[i], i))
             went = []
             # units that free as many bits as they make first, then the others
-            deltas = {i: self._delta(i, left, is_mlp) for i in cands}
+            deltas = {i: self._delta(i, left) for i in cands}
             cands.sort(key=lambda i: sum(deltas[i].values()) > 0)
             forced = min(cands, key=lambda i: (sum(deltas[i].values()), -self.height[i]),
                          default=None) if stall >= self.patience else None
@@ -354,7 +363,7 @@ class _Placement:
             for i in cands:
                 if not self._fits(i, h):
                     continue
-                delta = self._delta(i, left, is_mlp)
+                delta = self._delta(i, left)
                 view = self.view[i]
                 if held & {view, None} and i != forced and sum(delta.values()) > 0:
                     continue
@@ -365,7 +374,7 @@ class _Placement:
                 self._take(i, h, delta, live, left)
                 went.append(i)
             if not went and self.burst is not None:
-                went = self._burst(cands, h, live, left, is_mlp)
+                went = self._burst(cands, h, live, left, self.burst)
             for i in went:
                 half_of[i] = h
                 ready.discard(i)
@@ -393,32 +402,26 @@ class _Placement:
             left[k] -= 1
         self._deltas.clear()
 
-    def _burst(self, cands: list[int], h: int, live: dict, left: list[int], is_mlp: bool) -> list[int]:
+    def _burst(self, cands: list[int], h: int, live: dict, left: list[int],
+               limit: int) -> list[int]:
         """A stalled half: the candidates that add the fewest bits first (the
-        first whatever it adds), while the live bits stay within the burst's."""
+        first whatever it adds), while the live bits stay within `limit`."""
         went: list[int] = []
-        budget, self.budget = self.budget, self.burst
-        try:
-            for i in sorted(cands, key=lambda i: (sum(self._delta(i, left, is_mlp).values()),
-                                                  -self.height[i])):
-                if not self._fits(i, h):
-                    continue
-                delta = self._delta(i, left, is_mlp)
-                if went and not self._within(live, delta):
-                    break
-                self._take(i, h, delta, live, left)
-                went.append(i)
-        finally:
-            self.budget = budget
+        for i in sorted(cands, key=lambda i: (sum(self._delta(i, left).values()),
+                                              -self.height[i])):
+            if not self._fits(i, h):
+                continue
+            delta = self._delta(i, left)
+            if went and not self._within(live, delta, limit):
+                break
+            self._take(i, h, delta, live, left)
+            went.append(i)
         return went
 
     def _fits(self, i: int, h: int) -> bool:
-        unit = self.units[i]
-        if unit.memory is not None:
-            return self.res.heads.get(h, 0) < self.heads
-        return self.res.fits(unit.ops[0], h)
+        return self.res.has_room(self.units[i], h, self.heads)
 
-    def _delta(self, i: int, left: list[int], is_mlp: bool) -> dict[int | None, int]:
+    def _delta(self, i: int, left: list[int]) -> dict[int | None, int]:
         """Bits live across the half after placing unit i, per view: its
         outputs more, the inputs it reads last fewer (an MLP writes over them in
         the same half; a read only in the next, counted there as well)."""
@@ -432,12 +435,15 @@ class _Placement:
             self._deltas[i] = delta
         return delta
 
-    def _within(self, live: dict[int | None, int], delta: dict[int | None, int]) -> bool:
+    def _within(self, live: dict[int | None, int], delta: dict[int | None, int],
+                limit: int | None = None) -> bool:
+        """Whether the live bits with `delta` stay within `limit` (the budget)
+        in every view."""
         shared = live.get(None, 0) + delta.get(None, 0)
         groups = set(live) | set(delta)
         groups.discard(None)
         worst = max((live.get(g, 0) + delta.get(g, 0) for g in groups), default=0)
-        return shared + worst <= self.budget
+        return shared + worst <= (self.budget if limit is None else limit)
 
     def _place(self, i: int, h: int) -> None:
         unit = self.units[i]
@@ -475,10 +481,6 @@ class _Sinking:
                      for u in self.units]
         self.readers, self.to_end, self.reads = flow.readers, flow.to_end, flow.reads
 
-    @staticmethod
-    def _group(value: SSAValue) -> int | None:
-        return getattr(value.owner, "group_index", None)
-
     def run(self) -> None:
         for i in sorted(range(len(self.units)), key=lambda i: -self.half[i]):
             self._sink(i)
@@ -500,16 +502,11 @@ class _Sinking:
         if latest % 2 != parity:
             latest -= 1
         new = latest
-        while new > now and not self._room(unit, new):
+        while new > now and not self.res.has_room(unit, new, self.heads):
             new -= 2
         if new <= now or not self._worth(i, outs, new):
             return
         self._move(i, new)
-
-    def _room(self, unit: Unit, half: int) -> bool:
-        if unit.memory is not None:
-            return self.res.heads.get(half, 0) < self.heads
-        return self.res.fits(unit.ops[0], half)
 
     def _worth(self, i: int, outs: list[SSAValue], new: int) -> bool:
         """Per view: the output bits freed ≥ the input bits kept alive longer."""
@@ -520,11 +517,11 @@ class _Sinking:
             others = [self.half[u] for u in self.readers.get(b, ()) if u != i]
             if max(others, default=-2) >= new:
                 continue
-            g = self._group(b[0])
+            g = group_of(b[0])
             kept[g] = kept.get(g, 0) + 1
         freed: dict[int | None, int] = {}
         for v in outs:
-            g = self._group(v)
+            g = group_of(v)
             freed[g] = freed.get(g, 0) + T.width_of(v)
         shared_kept, shared_freed = kept.pop(None, 0), freed.pop(None, 0)
         groups = set(kept) | set(freed)

@@ -68,13 +68,14 @@ class LaunchError(QgcError):
 
 
 @contextmanager
-def blame(launch: Launch) -> Iterator[None]:
+def blame(launch: Launch | None) -> Iterator[None]:
     """Name the launch's file on the `LaunchError`s raised inside (an engine
-    checking the launch against a kernel does not know the file)."""
+    checking the launch against a kernel does not know the file); without a
+    launch, or one not read from a file, they pass as they are."""
     try:
         yield
     except LaunchError as err:
-        if launch.source is None:
+        if launch is None or launch.source is None:
             raise
         raise err.at(launch.source) from None
 

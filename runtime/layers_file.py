@@ -194,7 +194,7 @@ class CompiledLayers:
     def step_layers(self) -> int:
         return self.count - 1
 
-    @property
+    @cached_property
     def encoding(self) -> RowEncoding:
         return RowEncoding.from_json(self.fields["encoding"])
 

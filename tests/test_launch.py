@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from qgc.runtime.launch import Arg, Launch, LaunchError, format_result, load_launch
+from qgc.runtime.launch import Arg, Launch, LaunchError, blame, format_result, load_launch
 
 DOT = {"kernel": "dot", "grid": [1, 1, 1], "block": [4, 1, 1],
        "args": [{"type": "s32*", "data": [1, 2, 3]},
@@ -400,3 +400,12 @@ def test_f32_values_compare_by_their_bits():
         == [0]
     assert differences("f32", [1.0, 2.0], [1.0000001, 2.0], {"atol": 1e-6}) == []
     assert differences("s32", [1, 2, 3], [1, 2, 4]) == [2]
+
+
+def test_blame_names_the_file_of_a_launch_read_from_one(tmp_path):
+    path = tmp_path / "l.json"
+    path.write_text(json.dumps(DOT))
+    for launch, shown in ((load_launch(path), f"{path}: error: too big"), (None, "too big")):
+        with pytest.raises(LaunchError) as caught, blame(launch):
+            raise LaunchError("too big")
+        assert str(caught.value) == shown

@@ -98,7 +98,7 @@ class Coordinates:
         for c in order.tolist():
             if len(taken) == count:
                 break
-            half = self._cleared(int(c), group, int(last[c]), birth, latest)
+            half = self._cleared(c, group, int(last[c]), birth, latest)
             if half is not False:
                 self.hold(c, group, release)
                 taken.append((c, half))

@@ -109,6 +109,7 @@ def roots(program: T.ProgramOp) -> dict[SSAValue, list[tuple[SSAValue, int]]]:
         src = seen                       # one dict, filled as the walk goes
     return src
 
+
 def bits_read(op: Operation, src) -> list[tuple[SSAValue, int]]:
     if isinstance(op, T.ThresholdOp):
         flat = [b for v in op.inputs for b in src[v]]
@@ -116,9 +117,14 @@ def bits_read(op: Operation, src) -> list[tuple[SSAValue, int]]:
     return [b for v in op.operands for b in src[v]]
 
 
+def group_of(value: SSAValue) -> int | None:
+    """The group whose view a value's bits are in (None: every view)."""
+    return getattr(value.owner, "group_index", None)
+
+
 def view_of(unit: Unit) -> int | None:
     """The view a unit's bits are in (a memory's: its reads')."""
-    groups = {getattr(op, "group_index", None) for op in unit.ops
+    groups = {group_of(op.results[0]) for op in unit.ops
               if isinstance(op, T.ThresholdOp | T.KvReadOp)}
     return groups.pop() if len(groups) == 1 else None
 
@@ -168,11 +174,10 @@ class Dataflow:
         self.height = [0] * len(units)
         for i in reversed(range(len(units))):   # units are in dependency order
             self.height[i] = 1 + max((self.height[c] for c in self.succs[i]), default=0)
-        self.group = {b: getattr(b[0].owner, "group_index", None)
-                      for bits in self.outs for b in bits}
+        self.group = {b: group_of(b[0]) for bits in self.outs for b in bits}
         self.view = [view_of(u) for u in units]
         self._numbered_reads()
-        self._sinking_reads(program, unit_of, src)
+        self._sinking_reads(program)
 
     def _numbered_reads(self) -> None:
         """The bits units read that do not live to the end anyway, numbered
@@ -186,7 +191,7 @@ class Dataflow:
         self.bit_group: list[int | None] = [None] * len(number)
         self.bit_readers = [0] * len(number)
         for b, k in number.items():
-            self.bit_group[k] = getattr(b[0].owner, "group_index", None)
+            self.bit_group[k] = group_of(b[0])
             self.bit_readers[k] = self.reader_count[b]
         self.out_count = [self._per_view(bits) for bits in self.outs]
         self.out_count_read = [self._per_view(bits) for bits in self.outs_read]
@@ -210,10 +215,9 @@ class Dataflow:
                                 self.preds[c].add(j)
                                 self.succs[j].add(c)
 
-    def _sinking_reads(self, program: T.ProgramOp, unit_of: dict[Operation, int],
-                       src: dict) -> None:
-        """`reads` and `readers`: a merge's bits are its first read's, and
-        reading them reads every read's."""
+    def _sinking_reads(self, program: T.ProgramOp) -> None:
+        """`reads` and `readers`: a unit's bits read (`ins`), and since a
+        merge's bits are its first read's, reading them reads every read's."""
         also: dict[tuple[SSAValue, int], list[tuple[SSAValue, int]]] = {}
         for op in program.ops():
             if isinstance(op, T.MergeOp):
@@ -221,13 +225,8 @@ class Dataflow:
                 for r in op.reads():
                     for k in range(T.width_of(r.result) if r is not first else 0):
                         also.setdefault((first.result, k), []).append((r.result, k))
+        self.reads = [bits | {b for x in bits for b in also.get(x, ())} for bits in self.ins]
         self.readers: dict[tuple[SSAValue, int], set[int]] = {}   # bit → reading units
-        self.reads: list[set[tuple[SSAValue, int]]] = [set() for _ in self.units]
-        for op in program.ops():
-            if op in unit_of and not isinstance(op, T.OutputOp):
-                i = unit_of[op]
-                bits = bits_read(op, src)
-                bits += [b for x in bits for b in also.get(x, ())]
-                self.reads[i].update(bits)
-                for b in bits:
-                    self.readers.setdefault(b, set()).add(i)
+        for i, bits in enumerate(self.reads):
+            for b in bits:
+                self.readers.setdefault(b, set()).add(i)

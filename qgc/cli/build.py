@@ -6,7 +6,6 @@ same merge: one model, whichever the input."""
 from __future__ import annotations
 
 import argparse
-from contextlib import nullcontext
 from pathlib import Path
 
 from qgc.cli.common import add_base_flags, say
@@ -49,7 +48,7 @@ def command(args: argparse.Namespace) -> int:
         layers = read_layers(args.input)
     else:
         launch = load_launch(Path(args.launch)) if args.launch else None
-        with blame(launch) if launch else nullcontext():
+        with blame(launch):
             layers = compile_layers(args.input, config, launch, args.mem_words)
     model, info = build(layers, args.input, args.base, args.base_config, config,
                         getattr(torch, args.dtype))

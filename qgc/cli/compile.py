@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 
 from qgc import __version__, driver
@@ -87,7 +86,7 @@ def command(args: argparse.Namespace) -> int:
         ctx, module = driver.load(args.input)
     before = ptx_records(module) if args.stats else None
     stats_only = args.stats and args.output is None and args.emit is None and passes is not None
-    with blame(launch) if launch else nullcontext():   # a launch error names its file
+    with blame(launch):   # a launch error names its file
         note = _compile(args, ctx, module, passes, dumps, timing, launch, stats_only)
     if args.output is not None:
         from qgc.codegen import write_compiled  # numpy and the weights: the -o path only
@@ -98,7 +97,7 @@ def command(args: argparse.Namespace) -> int:
         with timing.scope("Output"):
             driver.print_ir(module, sys.stdout, args.print_debuginfo)
     if args.stats:
-        with blame(launch) if launch else nullcontext():
+        with blame(launch):
             stats = collect_stats(module, launch, before, note)
         report_stats(stats, args.stats)
     if args.timing:
