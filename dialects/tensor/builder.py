@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from xdsl.ir import Operation, SSAValue
 
-from qgc.dialects.tensor.attributes import i64_attr, row_attr, sum_attr
+from qgc.dialects.tensor.attributes import RowAttr, SumAttr, i64_attr, row_attr, sum_attr
 from qgc.dialects.tensor.ops import (
     ConcatOp,
     InputOp,
@@ -73,7 +73,12 @@ class ProgramBuilder:
         threshold), or a sum row as a list of (coefficient, {index: weight},
         threshold) parts."""
         attrs = [sum_attr(r) if isinstance(r, list) else row_attr(*r) for r in rows]
-        return self._add(ThresholdOp(list(inputs), attrs)).results[0]
+        return self.threshold_rows(inputs, attrs)
+
+    def threshold_rows(self, inputs: Sequence[SSAValue],
+                       rows: Sequence[RowAttr | SumAttr]) -> SSAValue:
+        """`threshold` with its rows already attributes."""
+        return self._add(ThresholdOp(list(inputs), list(rows))).results[0]
 
     def slice(self, value: SSAValue, lo: int, hi: int) -> SSAValue:
         return self._add(SliceOp(value, lo, hi)).results[0]

@@ -29,7 +29,7 @@ class Blocks:
         """Block `index`'s circuits, each op grouped by the block (when there
         are several): zero unless the step runs it, so blocks share residual
         coordinates. A fresh ALU keeps common subexpressions inside the block."""
-        self.alu = Alu(self.b)
+        self.alu = Alu(self.b, templates=self.common_alu.templates)
         try:
             with self.b.grouped(index if len(self.blocks) > 1 else None):
                 return self._lower_block(index, block, self.register_ports(index), ctl)
@@ -116,7 +116,9 @@ class Blocks:
             raise unsupported(op, f"'{code.name}'")
         x = [self.use(regs, ln, s, g) if kind == "pred" else self.src(regs, ln, s, g)
              for s, kind in zip(op.srcs.data, code.sources, strict=True)]
-        return code.lower(self.alu, x, LowerHints(high_later=self.high_later.get(op)))
+        hints = LowerHints(high_later=self.high_later.get(op))
+        return self.alu.instantiated((op.opcode.data, hints), x,
+                                     lambda: code.lower(self.alu, x, hints))
 
     def terminator(self, term, regs) -> list[SSAValue]:
         """Per lane: the next block (binary), exited, waiting at a barrier."""

@@ -14,6 +14,8 @@ threshold rows), one module per concern, each docstring telling its part:
 - `forms`: affine forms (`Form`), rows and sum rows (`Sum`), tightening;
 - `core`: the plumbing (`AluCore`): a value's Forms, one `tensor.threshold`
   for rows, views for constants and copies, undo on a gadget failure;
+- `templates`: a circuit built once per (operation, input shape) and cloned
+  for the other lanes (`AluCore.instantiated`);
 - `logic`: not, and, or, xor, mask, select;
 - `adders`: add, sub, neg (digit carry lookahead);
 - `counters`: sum, and the column sums the multipliers end in;

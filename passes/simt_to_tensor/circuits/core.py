@@ -8,10 +8,10 @@ which undoes a construction whose row breaks the gadget bounds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from fractions import Fraction
 
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from qgc.dialects import tensor as T
@@ -24,16 +24,24 @@ from qgc.passes.simt_to_tensor.circuits.forms import (
     checked_row,
     constant_of,
 )
+from qgc.passes.simt_to_tensor.circuits.templates import (
+    Template,
+    Templates,
+    is_closed,
+    renaming,
+    shape_of,
+)
 
 
 class AluCore:
     """Builds rows over Forms into a `ProgramBuilder`: the state and the
     plumbing of `Alu`, whose circuit families derive from it."""
 
-    def __init__(self, builder: T.ProgramBuilder):
+    def __init__(self, builder: T.ProgramBuilder, templates: Templates | None = None):
         self.b = builder
         self._cache: dict[SSAValue, list[Form]] = {}
         self._built: dict[tuple, SSAValue] = {}
+        self.templates = templates if templates is not None else Templates()
 
     def bits(self, value: SSAValue) -> list[Form]:
         """The Forms of a value's bits, through slices/concats, constants folded."""
@@ -107,15 +115,76 @@ class AluCore:
     def _threshold(self, operands: list[SSAValue], specs: list) -> SSAValue:
         """A `tensor.threshold`, or the one already built for the same rows over
         the same operands (lanes computing on uniform values share it)."""
-        def frozen(spec):
-            if isinstance(spec, tuple):
-                return (tuple(sorted(spec[0].items())), spec[1])
-            return tuple((c, tuple(sorted(t.items())), th) for c, t, th in spec)
+        return self._rows_over(operands, tuple(T.sum_attr(sp) if isinstance(sp, list)
+                                               else T.row_attr(*sp) for sp in specs))
 
-        key = (tuple(operands), tuple(frozen(sp) for sp in specs))
-        if key not in self._built:
-            self._built[key] = self.b.threshold(operands, specs)
-        return self._built[key]
+    def _rows_over(self, operands: list[SSAValue], rows: tuple) -> SSAValue:
+        key = (tuple(operands), rows)
+        built = self._built.get(key)
+        if built is None:
+            built = self._built[key] = self.b.threshold_rows(operands, rows)
+        return built
+
+    def instantiated(self, key: Hashable, inputs: Sequence[SSAValue],
+                     build: Callable[[], SSAValue]) -> SSAValue:
+        """`build()`'s value, its ops cloned from the template of `key` for
+        inputs of this shape when there is one (`templates`); otherwise built,
+        and kept as the template when the build is closed."""
+        got = shape_of(self.bits, inputs)
+        if got is None or self._in_side_tables(inputs):
+            return build()
+        shape, holders = got
+        template = self.templates.get(key, shape)
+        if template is not None:
+            mapping = renaming(template, inputs, holders)
+            if mapping is not None:
+                return self._instantiate(template, mapping)
+            return build()
+        block, sizes = self.b.block, self._side_table_sizes()
+        mark = block.last_op
+        result = build()
+        ops = []
+        op = block.last_op
+        while op is not mark:
+            assert op is not None
+            ops.append(op)
+            op = op.prev_op
+        ops.reverse()
+        if (sizes == self._side_table_sizes() and all(map(_clonable, ops))
+                and is_closed(ops, result, inputs, holders)):
+            self.templates.put(key, shape, Template(tuple(inputs), tuple(holders),
+                                                    tuple(ops), result))
+        return result
+
+    def _instantiate(self, template: Template, mapping: dict[SSAValue, SSAValue]) -> SSAValue:
+        values = dict(mapping)
+        for op in template.ops:
+            ins = [values.get(v, v) for v in op.operands]
+            if isinstance(op, T.SliceOp):
+                new = self.b.slice(ins[0], op.lo.value.data, op.hi.value.data)
+            elif isinstance(op, T.ConcatOp):
+                new = self.b.concat(ins)
+            elif ins:
+                new = self._rows_over(ins, tuple(op.rows.data))
+            else:   # constants are not shared (`emit`, `const`)
+                new = self.b.threshold_rows([], tuple(op.rows.data))
+            values[op.results[0]] = new
+        return values.get(template.result, template.result)
+
+    def _side_tables(self) -> list[dict]:
+        """Tables a build may leave values in for a later one (a template
+        cannot replay them); families that keep such tables add theirs."""
+        return []
+
+    def _side_table_sizes(self) -> tuple[int, ...]:
+        return tuple(len(t) for t in self._side_tables())
+
+    def _in_side_tables(self, inputs: Sequence[SSAValue]) -> bool:
+        """Whether a side table holds something made of these inputs (a build
+        would take it from there)."""
+        ins = set(inputs)
+        return any(v in ins for t in self._side_tables() for k in t for v in k
+                   if isinstance(v, SSAValue))
 
     @staticmethod
     def _copy_of(form: Form, t: int | Fraction) -> Key | None:
@@ -210,3 +279,7 @@ class AluCore:
     def const(self, value: int, width: int) -> SSAValue:
         """Constant bits of `value` mod 2^width: rows without terms, 0 neurons."""
         return self.b.threshold([], [({}, 0 if (value >> i) & 1 else 1) for i in range(width)])
+
+
+def _clonable(op: Operation) -> bool:
+    return isinstance(op, T.ThresholdOp | T.SliceOp | T.ConcatOp)

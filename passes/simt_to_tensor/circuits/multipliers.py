@@ -36,6 +36,7 @@ from qgc.passes.simt_to_tensor.circuits.forms import (
     low_sum,
     step,
 )
+from qgc.passes.simt_to_tensor.circuits.templates import Templates
 
 
 def _variable(forms: Sequence[Form]) -> int:
@@ -57,16 +58,19 @@ class MultiplierCircuits(CounterCircuits):
     shape the narrow ones (`Alu`)."""
 
     def __init__(self, builder: T.ProgramBuilder, narrow: bool | None = None,
-                 digit_bits: int = 4):
+                 digit_bits: int = 4, templates: Templates | None = None):
         if digit_bits < 1:
             raise ValueError(f"digit_bits must be at least 1, not {digit_bits}")
-        super().__init__(builder)
+        super().__init__(builder, templates)
         self.narrow = narrow
         self.digit_bits = digit_bits
         #: (x, y) → the low word of x·y that a narrow mul_hi / mul_wide made
         self._low_words: dict[tuple[SSAValue, SSAValue], SSAValue] = {}
         #: (x, y, signed) → the high word of x·y that a narrow mul_hi / mul_wide made
         self._high_words: dict[tuple[SSAValue, SSAValue, bool], SSAValue] = {}
+
+    def _side_tables(self) -> list[dict]:
+        return [*super()._side_tables(), self._low_words, self._high_words]
 
     def mul_lo(self, x: SSAValue, y: SSAValue, narrow: bool | None = None,
                high_later: bool | None = None) -> SSAValue:
