@@ -231,13 +231,26 @@ class _Builder:
             elif child.data == "reg_item":
                 name = str(child.children[0])
                 count = int(child.children[1]) if len(child.children) > 1 else None
-                if count is None and name in self.declared:
-                    fresh = _fresh_name(name, self.declared)
-                    self.renames[name] = fresh
-                    name = fresh
+                if count is None:
+                    name = self.scoped(name)
+                elif not name.startswith("%"):   # `r<4>`: r0..r3, each renamed
+                    for i in range(count):
+                        self.renames[f"{name}{i}"] = f"%{name}{i}"
+                    name = "%" + name
                 self.declared.add(name)
                 ops.append(self.located(ptx.RegOp(name, type_, count), child))
         return ops
+
+    def scoped(self, name: str) -> str:
+        """The function-wide name of a register declared as `name`: a fresh one
+        when it shadows an outer register, `%name` for one spelled without `%`
+        (the rest of the compiler knows registers by their `%`)."""
+        wanted = name if name.startswith("%") else "%" + name
+        if wanted in self.declared:
+            wanted = _fresh_name(wanted, self.declared)
+        if wanted != name:
+            self.renames[name] = wanted
+        return wanted
 
     def var_decl(self, tree: Tree) -> ptx.VarOp:
         linkage, space, type_, name = "", "", "", ""
@@ -285,10 +298,11 @@ class _Builder:
     def renamed(self, text: str) -> str:
         if not self.renames:
             return text
-        return _REG_IN_TEXT.sub(lambda m: self.renames.get(m[0], m[0]), text)
+        return _NAME_IN_TEXT.sub(lambda m: self.renames.get(m[0], m[0]), text)
 
 
-_REG_IN_TEXT = re.compile(r"%[A-Za-z_$][\w$]*")
+#: a register or identifier in an operand's text (not the digits of a number)
+_NAME_IN_TEXT = re.compile(r"(?<![\w$%.])(%[A-Za-z0-9_$]+|[A-Za-z][A-Za-z0-9_$]*|[_$][A-Za-z0-9_$]+)")
 
 
 def _fresh_name(name: str, taken: set[str]) -> str:
