@@ -85,11 +85,11 @@ class LaunchArea:
     """Launch-area slots: per warp w (< 8) sixteen words from 16·w, each a
     control or geometry word of the warp (bytes per lane or per axis; `shared`
     and `window`: the first word and the size in words of its CTA's shared
-    window)."""
+    window; `warp`: the bytes `%warpid`, `%nwarpid`)."""
 
     STRIDE = 16
     FIELDS = ("ctaid", "ntid", "nctaid", "tid.x", "tid.y", "tid.z", "lanes", "preds",
-              "shared", "spill", "absent", "window")
+              "shared", "spill", "absent", "window", "warp")
     #: Bits of a lane's byte in the `lanes` word: its next block relative to
     #: the warp's (XOR), exited, waiting at a barrier.
     EXITED, WAITING = 6, 7

@@ -20,8 +20,23 @@ DEFAULT_MAX_OPS = 16
 SETP_CONDS = tuple(SETP_CONDITIONS)
 ATOM_OPS = tuple(ATOM_OPERATIONS)
 
-#: Special registers the machine provides per lane.
-SPECIALS = tuple(f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz")
+#: Special registers the machine provides per lane: the launch geometry, the
+#: lane's own (a constant of the lane: `lane_special`) and the warp's place in
+#: its CTA (`warpid`: linear thread id / LANES; `nwarpid`: the CTA's warps).
+GEOMETRY_SPECIALS = tuple(f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz")
+LANE_SPECIALS = ("laneid", *(f"lanemask_{c}" for c in ("eq", "lt", "le", "gt", "ge")))
+WARP_SPECIALS = ("warpid", "nwarpid")
+SPECIALS = GEOMETRY_SPECIALS + LANE_SPECIALS + WARP_SPECIALS
+
+
+def lane_special(which: str, lane: int) -> int:
+    """`%laneid` and the lane masks of lane `lane` on a warp of LANES lanes
+    (masks of lanes that exist: `lanemask_gt` of the last lane is 0)."""
+    if which == "laneid":
+        return lane
+    below, full = (1 << lane) - 1, (1 << LANES) - 1
+    return {"eq": 1 << lane, "lt": below, "le": below | 1 << lane,
+            "gt": full & ~(below | 1 << lane), "ge": full & ~below}[which.split("_")[1]]
 
 #: Pointer parameters by the buffer elements one machine word holds: `ptr`
 #: 4 bytes (32- and 64-bit data, 64-bit elements take two words), `ptr16` one

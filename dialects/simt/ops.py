@@ -446,7 +446,8 @@ class StOp(MemoryOp):
 class AtomOp(MemoryOp):
     """Atomic read-modify-write: `simt.atom "add" r9, global[r1 + 0], r8 buffer 2`
     (`ATOM_OPS`; `simt.atom "cas" r9, global[r1 + 0], r8, r7`: compare with r8,
-    swap in r7).
+    swap in r7; `simt.atom "ins" r9, shared[r1 + 0], r8, r7`: the bits r7 of the
+    word become r8's, a sub-word store).
 
     `dst` receives the old value. When several lanes hit the same word, they
     apply in lane order."""
@@ -481,8 +482,9 @@ class AtomOp(MemoryOp):
         self._verify_address()
         if self.op.data not in ATOM_OPS:
             raise VerifyException(f"unknown atomic operation '{self.op.data}'")
-        if (self.swap is not None) != (self.op.data == "cas"):
-            raise VerifyException("simt.atom takes a swap value exactly when it is a cas")
+        if (self.swap is not None) != (self.op.data in ("cas", "ins")):
+            raise VerifyException("simt.atom takes a second value exactly when it is a cas "
+                                  "(the swap) or an ins (the element's bits)")
         if self.space.data == "param":
             raise VerifyException("the parameter area is read-only")
         if self.space.data == "spill":

@@ -5,7 +5,8 @@
   the mixins below; `blocks` (basic blocks, terminators), `parameters`
   (pointer or scalar parameters, `.shared` variables), `scalar` (32-bit
   operands, `mov`, predicate logic, `setp`), `subword` (8/16-bit values),
-  `warp` (`shfl`, `vote`, `activemask`), `memory` (ld/st/atom), `wide`
+  `warp` (`shfl`, `vote`, `activemask`), `memory` (ld/st/atom), `ordering`
+  (fences and `bar.warp.sync`: no ops on the machine's order), `wide`
   (64-bit views and register pairs), `addresses` (pointer arithmetic);
 - `legalize`: 64-bit integers as register pairs and sub-word values on the
   32-bit machine (the `Emitter` and the pair arithmetic).

@@ -64,6 +64,17 @@ def dests(inst: ptx.InstOp) -> list[str]:
     return []
 
 
+def ends_block(inst: ptx.InstOp) -> bool:
+    """Branches, returns and CTA barriers end a block; `bar.warp.sync` does
+    not (the warp's lanes run in step: `ordering`)."""
+    return inst.op.base in ("bra", "ret", "exit", "brx", "bar", "barrier") and \
+        not is_warp_sync(inst)
+
+
+def is_warp_sync(inst: ptx.InstOp) -> bool:
+    return inst.op.base == "bar" and "warp" in inst.op.modifiers
+
+
 def has_backward_branch(items: Sequence[ptx.LabelOp | ptx.InstOp]) -> bool:
     seen: set[str] = set()
     for op in items:
@@ -86,7 +97,7 @@ def basic_blocks(items: Sequence[ptx.LabelOp | ptx.InstOp]) -> list[PtxBlock]:
             cur.labels.append(op.label.data)
         else:
             cur.insts.append(op)
-            if op.op.base in ("bra", "ret", "exit", "brx", "bar", "barrier"):
+            if ends_block(op):
                 blocks.append(PtxBlock())
     if not blocks[-1].insts and not blocks[-1].labels:
         blocks.pop()

@@ -27,6 +27,9 @@ class MemoryAccesses:
         space = "param" if "param" in mods else "global" if "global" in mods else \
             "shared" if "shared" in mods else None
         rest = [m for m in mods if m not in ("param", "global", "shared")]
+        lanes = [m for m in rest if m in _VECTORS]
+        if lanes and base in ("ld", "st") and space in ("global", "shared"):
+            return self.vector_access(inst, guard, int(lanes[0][1:]))
         if space == "shared":
             return self.shared_memory(inst, guard, rest)
         if base == "atom":
@@ -73,6 +76,34 @@ class MemoryAccesses:
         assert op is not None
         return pre + [simt.AtomOp(op, self.dst32(inst, args[0]), "global", ptr.vreg, words,
                                   value, ptr.prov, guard, swap)]
+
+    def vector_access(self, inst: ptx.InstOp, guard: GuardAttr | None,
+                      count: int) -> list[Operation]:
+        """`ld/st.{global,shared}.v2/.v4` as one access per element at
+        consecutive addresses (a `_` element of a load is not read)."""
+        opc = inst.op
+        vec_at, addr_at = (0, 1) if opc.base == "ld" else (1, 0)
+        args = inst.operands_decoded
+        vec, addr = args[vec_at], args[addr_at]
+        if not isinstance(vec, ptx.Vec) or len(vec.items) != count or \
+                not isinstance(addr, ptx.Addr) or addr.base is None:
+            raise unsupported(inst, inst.opcode.data)
+        if opc.base == "ld" and any(isinstance(r, ptx.Reg) and r == addr.base
+                                    for r in vec.items):
+            raise unsupported(inst, inst.opcode.data, "a vector load into its own address")
+        items = inst.args.data[vec_at].data.strip("{}").split(",")
+        size = ptx.TYPE_BITS[opc.type or ""] // 8
+        scalar = ".".join(p for p in inst.opcode.data.split(".") if p not in _VECTORS)
+        ops: list[Operation] = []
+        for k, item in enumerate(i.strip() for i in items):
+            if item == "_":
+                continue
+            at = f"[{addr.base.name}{addr.offset + k * size:+d}]"
+            one = ptx.InstOp(scalar, [item, at] if opc.base == "ld" else [at, item],
+                             None if inst.guard is None else inst.guard.data)
+            one.location = inst.location
+            ops += self.memory(one, guard)
+        return ops
 
     def memory64(self, inst: ptx.InstOp, guard: GuardAttr | None, ptr: Wide, words: int,
                  rest: list[str]) -> list[Operation]:
@@ -125,7 +156,9 @@ class MemoryAccesses:
         `[%r7]`, `[%rd3+4]` (a shared address), `[sym+8]`."""
         opc, args = inst.op, inst.operands_decoded
         base, t = opc.base, opc.type
-        if t not in WORD32 and not (base == "atom" and t in INT32) or len(opc.types) != 1:
+        sub = t in SUBWORD and base in ("ld", "st")
+        if t not in WORD32 and not (base == "atom" and t in INT32) and not sub or \
+                len(opc.types) != 1:
             raise unsupported(inst, inst.opcode.data,
                               f"{ptx.TYPE_BITS.get(t or '', 0)}-bit shared accesses")
         atom = _atom_op(rest[0], t) if base == "atom" and rest else None
@@ -150,6 +183,8 @@ class MemoryAccesses:
         else:
             raise unsupported(inst, inst.opcode.data, "a shared address that is not a "
                               "shared variable plus an offset")
+        if sub:
+            return pre + self.shared_sub(inst, guard, reg, offset)
         if base == "ld":
             return pre + [simt.LdOp(self.dst32(inst, args[0]), "shared", reg, offset, None, guard)]
         if base == "st":
@@ -160,6 +195,30 @@ class MemoryAccesses:
         assert atom is not None
         return pre + [simt.AtomOp(atom, self.dst32(inst, args[0]), "shared", reg, offset, value,
                                   None, guard, swap)]
+
+    def shared_sub(self, inst: ptx.InstOp, guard: GuardAttr | None, reg: RegAttr,
+                   offset: int) -> list[Operation]:
+        """A byte or halfword of shared memory, packed in its word: a load
+        extracts it, a store inserts it (`atom "ins"`, so lanes storing into
+        one word keep each other's bytes). A halfword's word address keeps
+        bit 0 of its byte address, so an odd one traps as misaligned."""
+        t, args = inst.op.type or "", inst.operands_decoded
+        bits = ptx.TYPE_BITS[t]
+        e = Emitter(self.fresh, guard)
+        at = e.alu("add", [reg, offset])
+        word = e.alu("and", [at, ~3 if bits == 8 else ~2])
+        shift = e.alu("shl", [e.alu("and", [at, 3]), 3])
+        if inst.op.base == "ld":
+            loaded = e.temp()
+            e.ops.append(simt.LdOp(loaded, "shared", word, 0, None, guard))
+            value = e.alu("shr.u", [loaded, shift])
+            self.put_sub(inst, e, args[0], t, value, None)
+            return e.ops
+        value = self.get_sub(inst, e, args[1], t, False)
+        element = e.alu("and", [value, (1 << bits) - 1])
+        e.ops.append(simt.AtomOp("ins", e.temp(), "shared", word, 0, e.alu("shl", [element, shift]),
+                                 None, guard, e.alu("shl", [(1 << bits) - 1, shift])))
+        return e.ops
 
     def ld_param(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         dst, addr = inst.operands_decoded
@@ -201,6 +260,9 @@ def _atom_op(name: str, t: str | None) -> str | None:
             name in ("exch", "cas") and t != "b32" or name in ("inc", "dec") and t == "u32":
         return name
     return None
+
+
+_VECTORS = ("v2", "v4", "v8")
 
 
 def _harmless(mods: Sequence[str]) -> bool:

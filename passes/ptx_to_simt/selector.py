@@ -13,10 +13,18 @@ from qgc.dialects import ptx, simt
 from qgc.dialects.simt import GuardAttr, RegAttr
 from qgc.machine.opcodes import select_alu
 from qgc.passes.ptx_to_simt.addresses import AddressArithmetic
-from qgc.passes.ptx_to_simt.blocks import ControlFlow, basic_blocks, dests, has_backward_branch
+from qgc.passes.ptx_to_simt.blocks import (
+    ControlFlow,
+    basic_blocks,
+    dests,
+    ends_block,
+    has_backward_branch,
+    is_warp_sync,
+)
 from qgc.passes.ptx_to_simt.common import INT32, SUBWORD, WIDE, WORD32, unsupported
 from qgc.passes.ptx_to_simt.legalize import Emitter, Wide
 from qgc.passes.ptx_to_simt.memory import MemoryAccesses
+from qgc.passes.ptx_to_simt.ordering import Ordering
 from qgc.passes.ptx_to_simt.parameters import KernelParameters
 from qgc.passes.ptx_to_simt.scalar import ScalarOps
 from qgc.passes.ptx_to_simt.subword import SubwordOps
@@ -25,7 +33,7 @@ from qgc.passes.ptx_to_simt.wide import WideOps
 
 
 class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, MemoryAccesses,
-               WideOps, AddressArithmetic):
+               Ordering, WideOps, AddressArithmetic):
     """Selects the machine ops of one PTX entry (`run` gives its `simt.kernel`)."""
 
     def __init__(self, entry: ptx.EntryOp, mem_words: int):
@@ -124,7 +132,7 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, Me
         for i, (pb, block) in enumerate(zip(pblocks, blocks, strict=True)):
             body = pb.insts
             last = body[-1] if body else None
-            ends = last is not None and last.op.base in ("bra", "ret", "exit", "bar", "barrier")
+            ends = last is not None and ends_block(last)
             for inst in body[:-1] if ends else body:
                 block.add_ops(self.select(inst))
             if ends:
@@ -168,6 +176,8 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, Me
         guard = self.guard(inst)
         if base in ("ld", "st", "atom"):
             return self.memory(inst, guard)
+        if base in ("membar", "fence") or is_warp_sync(inst):
+            return self.ordering(inst)
         if base == "cvta":
             if mods not in (("to", "global"), ("global",)) or t not in WIDE:
                 raise unsupported(inst, inst.opcode.data)

@@ -34,6 +34,8 @@ class Atomics:
             return alu.select(alu.eq(old, v), swap, old)
         if kind == "exch":
             return v
+        if kind == "ins":
+            return alu.or_(alu.and_(old, alu.not_(swap)), v)
         if kind in ("and", "or", "xor"):
             return {"and": alu.and_, "or": alu.or_, "xor": alu.xor}[kind](old, v)
         if kind.startswith(("min", "max")):

@@ -94,6 +94,10 @@ class Blocks:
             self.define(regs, ln, op.dst, value, g)
 
     def special(self, what: str, lane: int) -> SSAValue:
+        if what in simt.LANE_SPECIALS:
+            return self.const(simt.lane_special(what, lane), 32)
+        if what in simt.WARP_SPECIALS:
+            return self.zext(self.launch_byte("warp", simt.WARP_SPECIALS.index(what)))
         reg, axis = what.split(".")
         index = "xyz".index(axis)
         if reg == "tid":

@@ -361,4 +361,7 @@ ATOM_OPERATIONS: dict[str, Callable[[int, int, int], int]] = {
     "inc": lambda o, v, _: 0 if o >= v else o + 1,
     "dec": lambda o, v, _: v if o == 0 or o > v else o - 1,
     "cas": lambda o, v, s: s if o == v else o,
+    # a byte or halfword store into its word (v: the element in place, s: its
+    # bits), atomic so lanes storing into one word in one step keep each other's
+    "ins": lambda o, v, s: (o & ~s & 0xFFFFFFFF) | v,
 }

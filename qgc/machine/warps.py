@@ -39,6 +39,10 @@ class Warp:
             self.special[f"ntid.{d}"] = [ntid[axis]] * len(tids)
             self.special[f"ctaid.{d}"] = [ctaid[axis]] * len(tids)
             self.special[f"nctaid.{d}"] = [nctaid[axis]] * len(tids)
+        for which in simt.LANE_SPECIALS:
+            self.special[which] = [simt.lane_special(which, lane) for lane in range(len(tids))]
+        self.special["warpid"] = [index] * len(tids)
+        self.special["nwarpid"] = [-(-ntid[0] * ntid[1] * ntid[2] // simt.LANES)] * len(tids)
 
     def select(self) -> bool:
         """The next step's block and active lanes: min-PC over the live lanes
