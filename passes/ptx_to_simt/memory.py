@@ -157,7 +157,8 @@ class MemoryAccesses:
         opc, args = inst.op, inst.operands_decoded
         base, t = opc.base, opc.type
         sub = t in SUBWORD and base in ("ld", "st")
-        if t not in WORD32 and not (base == "atom" and t in INT32) and not sub or \
+        wide = t in WIDE and base in ("ld", "st")
+        if t not in WORD32 and not (base == "atom" and t in INT32) and not sub and not wide or \
                 len(opc.types) != 1:
             raise unsupported(inst, inst.opcode.data,
                               f"{ptx.TYPE_BITS.get(t or '', 0)}-bit shared accesses")
@@ -185,6 +186,8 @@ class MemoryAccesses:
                               "shared variable plus an offset")
         if sub:
             return pre + self.shared_sub(inst, guard, reg, offset)
+        if wide:
+            return pre + self.shared64(inst, guard, reg, offset)
         if base == "ld":
             return pre + [simt.LdOp(self.dst32(inst, args[0]), "shared", reg, offset, None, guard)]
         if base == "st":
@@ -195,6 +198,25 @@ class MemoryAccesses:
         assert atom is not None
         return pre + [simt.AtomOp(atom, self.dst32(inst, args[0]), "shared", reg, offset, value,
                                   None, guard, swap)]
+
+    def shared64(self, inst: ptx.InstOp, guard: GuardAttr | None, reg: RegAttr,
+                 offset: int) -> list[Operation]:
+        """A 64-bit shared load or store as two words, low first."""
+        args = inst.operands_decoded
+        if inst.op.base == "st":
+            e = Emitter(self.fresh, guard)
+            lo, hi = self.pair_of(inst, e, args[1])
+            e.ops += [simt.StOp("shared", reg, offset, lo, None, guard),
+                      simt.StOp("shared", reg, offset + 4, hi, None, guard)]
+            return e.ops
+        dst = args[0]
+        if not isinstance(dst, ptx.Reg) or self.bits(dst.name) != 64:
+            raise unsupported(inst, inst.opcode.data)
+        e = self.emitter(guard, dst.name)
+        lo, hi = e.temp(), e.temp()
+        e.ops += [simt.LdOp(lo, "shared", reg, offset, None, guard),
+                  simt.LdOp(hi, "shared", reg, offset + 4, None, guard)]
+        return self.set_int(inst, e, (lo, hi))
 
     def shared_sub(self, inst: ptx.InstOp, guard: GuardAttr | None, reg: RegAttr,
                    offset: int) -> list[Operation]:

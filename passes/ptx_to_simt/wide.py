@@ -109,6 +109,9 @@ class WideOps:
         opc = inst.op
         base, mods, t = opc.base, opc.modifiers, opc.type
         args = inst.operands_decoded
+        if base == "mov" and not mods and (isinstance(args[0], ptx.Vec) or
+                                           isinstance(args[1], ptx.Vec)):
+            return self.halves(inst, guard)
         if base == "mov" and not mods and isinstance(args[1], ptx.Reg):
             return self.view(inst, guard, self.wide_src(inst, args[1]))
         if base == "mov" and not mods and isinstance(args[1], ptx.Sym) and \
@@ -140,6 +143,26 @@ class WideOps:
             return e.ops
         syms = [a.name for a in args if isinstance(a, ptx.Sym)]
         raise unsupported(inst, inst.opcode.data, f"the address of '{syms[0]}'" if syms else "")
+
+    def halves(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """`mov.b64 {lo, hi}, %rd` (a `_` half unread) and `mov.b64 %rd, {lo, hi}`:
+        a 64-bit register's two words, apart or together."""
+        dst, src = inst.operands_decoded
+        if isinstance(dst, ptx.Vec) and len(dst.items) == 2 and not isinstance(src, ptx.Vec):
+            words = [None if isinstance(r, ptx.Sym) and r.name == "_" else self.dst32(inst, r)
+                     for r in dst.items]
+            e = Emitter(self.fresh, guard, tuple(w for w in words if w is not None))
+            for word, half in zip(words, self.pair_of(inst, e, src), strict=True):
+                if word is not None:
+                    e.assign(word, half)
+            return e.ops
+        if isinstance(src, ptx.Vec) and len(src.items) == 2 and isinstance(dst, ptx.Reg):
+            e = self.emitter(guard, dst.name)
+            pre: list[Operation] = []
+            lo, hi = (self.src32(inst, r, pre) for r in src.items)
+            e.ops += pre
+            return self.set_int(inst, e, (lo, hi))
+        raise unsupported(inst, inst.opcode.data)
 
     def mul_wide(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         """`mul.wide.{s,u}32`: by a constant a view, of two registers a pair."""
