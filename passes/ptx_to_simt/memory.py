@@ -35,6 +35,7 @@ class MemoryAccesses:
         if base == "atom":
             if space != "global" or len(rest) < 1 or \
                     _atom_op(rest[0], t) is None and (rest[0], t) != ("add", "u64") \
+                    and not (rest[0] in _PER_WORD and t in WIDE) \
                     or len(args) != (4 if rest[0] == "cas" else 3) \
                     or not _harmless(rest[1:]):
                 raise unsupported(inst, inst.opcode.data)
@@ -109,7 +110,8 @@ class MemoryAccesses:
                  rest: list[str]) -> list[Operation]:
         """64-bit global accesses as two words, low first; `atom.add.u64` adds
         the low words, then the high words with each lane's carry (lanes in
-        order, so the carries are those of the running sum)."""
+        order, so the carries are those of the running sum); exch, and, or
+        and xor are one atomic per word (the words do not interact)."""
         base, args = inst.op.base, inst.operands_decoded
         buf = ptr.prov
         dst = args[0] if base != "st" else None
@@ -126,9 +128,14 @@ class MemoryAccesses:
             e.ops += [simt.LdOp(lo, "global", ptr.vreg, words, buf, guard),
                       simt.LdOp(hi, "global", ptr.vreg, words + 1, buf, guard)]
             return self.set_int(inst, e, (lo, hi))
-        if rest[:1] != ["add"] or inst.op.type != "u64":
-            raise unsupported(inst, inst.opcode.data, "64-bit atomics other than add.u64")
         v_lo, v_hi = self.pair_of(inst, e, args[2])
+        if rest[0] in _PER_WORD:            # each word on its own, in lane order
+            e.ops += [simt.AtomOp(rest[0], lo, "global", ptr.vreg, words, v_lo, buf, guard),
+                      simt.AtomOp(rest[0], hi, "global", ptr.vreg, words + 1, v_hi, buf, guard)]
+            return self.set_int(inst, e, (lo, hi))
+        if rest[:1] != ["add"] or inst.op.type != "u64":
+            raise unsupported(inst, inst.opcode.data,
+                              "64-bit atomics other than add, exch, and, or, xor")
         e.ops.append(simt.AtomOp("add", lo, "global", ptr.vreg, words, v_lo, buf, guard))
         _, carry = e.add_carry(lo, v_lo)
         e.ops.append(simt.AtomOp("add", hi, "global", ptr.vreg, words + 1,
@@ -285,6 +292,8 @@ def _atom_op(name: str, t: str | None) -> str | None:
 
 
 _VECTORS = ("v2", "v4", "v8")
+#: 64-bit atomics whose words change independently: one 32-bit atomic per word
+_PER_WORD = ("exch", "and", "or", "xor")
 
 
 def _harmless(mods: Sequence[str]) -> bool:

@@ -19,12 +19,21 @@ class StateHeads:
         """Layer 0: the record's address and lower bytes, the warp of the
         step; the commit and where it goes."""
         b, R = self.b, self.vocab.records
-        b.memory("stage_a", 1, R + P.ADDRESS_BITS)
+        first = min(R, T.MAX_MEMORY_WIDTH - P.ADDRESS_BITS)
+        rec_k = self.inp["rec_k"]
+        b.memory("stage_a", 1, first + P.ADDRESS_BITS)
         b.kv_write("stage_a", "onehot", self.bit("is_a"),
-                   b.concat([self.inp["rec_k"], self.inp["rec_a"]]))
+                   b.concat([rec_k if first == R else b.slice(rec_k, 0, first),
+                             self.inp["rec_a"]]))
         staged = b.kv_read("stage_a", "onehot", self.bit("is_d"))
-        self.staged_k = b.slice(staged, 0, R)
-        addr = self.bits_of(b.slice(staged, R, R + P.ADDRESS_BITS))
+        pieces = [b.slice(staged, 0, first)]
+        for j, lo in enumerate(range(first, R, T.MAX_MEMORY_WIDTH)):   # more slots: rows of 64
+            hi = min(R, lo + T.MAX_MEMORY_WIDTH)
+            b.memory(f"stage_k{j + 1}", 1, hi - lo)
+            b.kv_write(f"stage_k{j + 1}", "onehot", self.bit("is_a"), b.slice(rec_k, lo, hi))
+            pieces.append(b.kv_read(f"stage_k{j + 1}", "onehot", self.bit("is_d")))
+        self.staged_k = pieces[0] if len(pieces) == 1 else b.concat(pieces)
+        addr = self.bits_of(b.slice(staged, first, first + P.ADDRESS_BITS))
         b.memory("stage_w", 1, WARP_KEY_BITS)
         b.kv_write("stage_w", "onehot", self.bit("is_exec"), self.exec_warp())
         staged_w = b.kv_read("stage_w", "onehot", self.bit("is_top"))
