@@ -114,10 +114,10 @@ def _rename(op: Operation, use_map: dict, def_map: dict) -> None:
         cond = op.cond
         op.properties["cond"] = GuardAttr(use_map.get(cond.pred, cond.pred), cond.is_negated)
     elif isinstance(op, simt.MachineOp):
-        dst = op.defs()
+        written = op.def_props()
         op.replace_regs(use_map)
-        for reg in dst:     # every machine op writes through its `dst`
-            op.properties["dst"] = def_map[reg]
+        for name, reg in written.items():
+            op.properties[name] = def_map[reg]
 
 
 @dataclass(frozen=True)

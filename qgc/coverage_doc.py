@@ -34,7 +34,7 @@ ENGINES = ("ref", "simt")
 #: the op names and the values are read at render time.
 MACHINE_MENUS = (
     (simt.AluOp, "ALU_OPCODES"), (simt.SetpOp, "SETP_CONDS"), (simt.PredOp, "PRED_ARITY"),
-    (simt.AtomOp, "ATOM_OPS"), (simt.WarpOp, "WARP_OPS"), (simt.SpecialOp, "SPECIALS"),
+    (simt.AtomOp, "ATOM_OPS"), (simt.AtomOp, "ATOM_PAIR_OPS"), (simt.WarpOp, "WARP_OPS"), (simt.SpecialOp, "SPECIALS"),
     (simt.MemoryOp, "SPACES"), (simt.KernelOp, "PARAM_TYPES"),
 )
 

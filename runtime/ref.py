@@ -9,7 +9,9 @@
   the next instruction for the group of its runnable threads (not exited, not
   waiting at a barrier) whose PC is the smallest, so diverged paths reconverge
   at the first common point. Warp collectives (shfl, vote, ...) act on that
-  group; their member-mask operand is otherwise ignored;
+  group; a `.sync` one (and `bar.warp.sync`) first waits for the running
+  lanes of its member mask that are elsewhere (they run first), as the
+  hardware's convergence does;
 - a barrier (`bar.sync`/`barrier.sync` id{, count}) releases when all
   non-exited threads of the CTA (or `count` threads) have arrived at that
   barrier id; if no thread can run while some wait, the engine traps
@@ -95,6 +97,8 @@ class Program:
     reg_init: list
     layout: Layout
     warp_size: int
+    #: per instruction, the member mask of a `.sync` warp collective (per thread)
+    members: list[Callable | None] = field(default_factory=list)
 
 
 def find_ptx_module(module: builtin.ModuleOp | ptx.ModuleOp) -> ptx.ModuleOp:
@@ -128,6 +132,7 @@ def compile_kernel(pmod: ptx.ModuleOp, entry: ptx.EntryOp, warp_size: int) -> Pr
     layout = build_layout(pmod, entry)
     ctx = Ctx(regs, layout, labels, warp_size)
     steps, texts, wheres = [], [], []
+    members = [_member_mask(ctx, inst) for inst in insts] + [None]
     for pc, inst in enumerate(insts):
         kind, payload = compile_inst(ctx, inst)
         text, where = inst.opcode.data, ptx.location_prefix(inst).rstrip(": ")
@@ -135,7 +140,21 @@ def compile_kernel(pmod: ptx.ModuleOp, entry: ptx.EntryOp, warp_size: int) -> Pr
         texts.append(text)
         wheres.append(where)
     steps.append(_make_step(EXIT, None, None, len(insts), "ret", "end of kernel"))
-    return Program(entry, steps, texts, wheres, reg_init, layout, warp_size)
+    return Program(entry, steps, texts, wheres, reg_init, layout, warp_size, members)
+
+
+#: the operand index of the member mask of each `.sync` warp collective
+_MEMBER_MASK_AT = {"shfl": 4, "vote": 2, "match": 2, "redux": 2, "bar": 0}
+
+
+def _member_mask(ctx: Ctx, inst: ptx.InstOp) -> Callable | None:
+    opc = inst.op
+    at = _MEMBER_MASK_AT.get(opc.base)
+    if at is None or "sync" not in opc.modifiers or (opc.base == "bar") != ("warp" in
+                                                                             opc.modifiers):
+        return None
+    args = inst.operands_decoded
+    return ctx.src(args[at], "b32") if at < len(args) else None
 
 
 def _guard(ctx: Ctx, inst: ptx.InstOp) -> tuple[int, bool] | None:
@@ -446,8 +465,10 @@ def _reduce(op: str, waiters: list) -> int | bool:
 
 # ------------------------------------------------------------- scheduling
 
-def _pick(warp: list[Thread]) -> list[Thread] | None:
-    """The runnable threads of the warp at the smallest PC (min-PC)."""
+def _pick(warp: list[Thread], members: list[Callable | None]) -> list[Thread] | None:
+    """The runnable threads of the warp at the smallest PC (min-PC); past a
+    `.sync` collective that waits for lanes of its member mask still
+    elsewhere (`_converged`)."""
     best = -1
     group = None
     for th in warp:
@@ -457,20 +478,39 @@ def _pick(warp: list[Thread]) -> list[Thread] | None:
                 best, group = p, [th]
             elif p == best:
                 group.append(th)
-    return group
+    if group is None or members[best] is None or _converged(warp, group, members[best]):
+        return group
+    by_pc: dict[int, list[Thread]] = {}
+    for th in warp:
+        if th.state == RUN:
+            by_pc.setdefault(th.pc, []).append(th)
+    for pc in sorted(by_pc)[1:]:
+        if members[pc] is None or _converged(warp, by_pc[pc], members[pc]):
+            return by_pc[pc]
+    return group       # every group waits for another: run the lowest (as before)
 
 
-def run_cta(cta: Cta, steps: list[Callable], budget: int, max_steps: int | None = None
-            ) -> tuple[int, int]:
+def _converged(warp: list[Thread], group: list[Thread], members: Callable) -> bool:
+    """Whether every running lane of the group's member mask is in the group."""
+    mask = 0
+    for th in group:
+        mask |= members(th)
+    pc = group[0].pc
+    return not any(th.state == RUN and th.pc != pc and mask >> th.lane & 1 for th in warp)
+
+
+def run_cta(cta: Cta, steps: list[Callable], budget: int, max_steps: int | None = None,
+            members: list[Callable | None] | None = None) -> tuple[int, int]:
     """Run one CTA to completion within `budget` warp steps (what is left of
     the launch's `max_steps`); returns (warp steps, thread instructions)."""
     warps = list(cta.warps)
+    members = members or [None] * len(steps)
     nsteps = ninst = 0
     exits = cta.exits
     while warps:
         progressed = False
         for warp in warps:
-            group = _pick(warp)
+            group = _pick(warp, members)
             if group is None:
                 continue
             steps[group[0].pc](group, cta)
@@ -575,7 +615,7 @@ def run_ref(module: builtin.ModuleOp | ptx.ModuleOp, launch: Launch, warp_size: 
     budget = max_steps
     for ctaid in _grid(launch.grid):
         cta = _make_cta(program, launch, ctaid, glob, const, param)
-        nsteps, ninst = run_cta(cta, program.steps, budget, max_steps)
+        nsteps, ninst = run_cta(cta, program.steps, budget, max_steps, program.members)
         budget -= nsteps
         stats["ctas"] += 1
         stats["warps"] += cta.nwarps

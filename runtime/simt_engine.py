@@ -49,7 +49,13 @@ from xdsl.ir import Block, Operation
 
 from qgc.dialects import simt
 from qgc.machine.abi import Layout, memory_layout, pick_kernel, read_buffers, shfl_source
-from qgc.machine.opcodes import ALU_OPCODES, ATOM_OPERATIONS, PRED_OPCODES, SETP_CONDITIONS
+from qgc.machine.opcodes import (
+    ALU_OPCODES,
+    ATOM_OPERATIONS,
+    ATOM_PAIR_OPERATIONS,
+    PRED_OPCODES,
+    SETP_CONDITIONS,
+)
 from qgc.machine.shared_window import place_shared_variables
 from qgc.machine.warps import Residency, Warp, iter_warps
 from qgc.runtime.launch import STEP_LIMITS, Launch, check_steps, step_limit_trap
@@ -279,6 +285,9 @@ class _Compiler:
                 for lane in lanes(w):
                     mem[address(w, lane)] = value(w, lane) & M32
             return st
+        if isinstance(op, simt.AtomOp) and op.is_pair:
+            high = {"shared": self.shared_address}.get(op.space.data, self.global_address)
+            return self.atom_pair(op, lanes, address, high(op, 1), value)
         return self.atom(op, lanes, address, value)
 
     def spill_address(self, op: simt.MemoryOp) -> Callable[[Warp, int], int]:
@@ -291,9 +300,10 @@ class _Compiler:
             return area.word(w.cta, w.index * simt.LANES + lane, slot)
         return word
 
-    def shared_address(self, op: simt.MemoryOp) -> Callable[[Warp, int], int]:
-        """Byte address in the CTA's shared window → the machine word."""
-        offset, what = op.offset.value.data, describe(op)
+    def shared_address(self, op: simt.MemoryOp, extra: int = 0) -> Callable[[Warp, int], int]:
+        """Byte address in the CTA's shared window → the machine word (`extra`:
+        words past the op's, a pair's high word)."""
+        offset, what = op.offset.value.data + 4 * extra, describe(op)
         base = self.slot(op.base) if op.base is not None else None
         first, size = self.layout.shared_base, self.layout.shared_words
 
@@ -309,8 +319,8 @@ class _Compiler:
             return first + w.cta * size + a // 4
         return address
 
-    def global_address(self, op: simt.MemoryOp) -> Callable[[Warp, int], int]:
-        mem, offset = self.mem, op.offset.value.data
+    def global_address(self, op: simt.MemoryOp, extra: int = 0) -> Callable[[Warp, int], int]:
+        mem, offset = self.mem, op.offset.value.data + extra
         assert op.base is not None and op.buffer_index is not None
         base = self.slot(op.base)
         buf = op.buffer_index
@@ -342,6 +352,32 @@ class _Compiler:
                 mem[a] = apply(old, value(w, lane) & M32, swap(w, lane) & M32) & M32
                 w.r[lane][d] = old
         return atom
+
+
+    def atom_pair(self, op, lanes, address, high, value) -> Callable[[Warp], None]:
+        """A pair atomic: the 64-bit value in a word and the next, lane by lane."""
+        mem = self.mem
+        d, d_hi = self.slot(op.dst), self.slot(op.dst_hi)
+        apply = ATOM_PAIR_OPERATIONS[op.op.data]
+        v_hi = self.reader(op.value_hi)
+        s_lo, s_hi = ((self.reader(op.swap), self.reader(op.swap_hi)) if op.swap is not None
+                      else (_zero, _zero))
+
+        def pair(read_lo, read_hi, w, lane) -> int:
+            return (read_lo(w, lane) & M32) | (read_hi(w, lane) & M32) << 32
+
+        def atom(w: Warp) -> None:
+            for lane in lanes(w):  # lane order: exact for lanes that hit the same pair
+                a, b = address(w, lane), high(w, lane)
+                old = mem[a] | mem[b] << 32
+                new = apply(old, pair(value, v_hi, w, lane), pair(s_lo, s_hi, w, lane))
+                mem[a], mem[b] = new & M32, new >> 32 & M32
+                w.r[lane][d], w.r[lane][d_hi] = old & M32, old >> 32
+        return atom
+
+
+def _zero(w: Warp, lane: int) -> int:
+    return 0
 
 
 # ------------------------------------------------------------------------- run

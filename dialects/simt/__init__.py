@@ -44,6 +44,7 @@ from qgc.dialects.simt.attributes import GuardAttr, RegAttr, Src, reg
 from qgc.dialects.simt.directives import (
     Address,
     Guard,
+    OptReg,
     OptSource,
     Reg,
     SharedVar,
@@ -56,6 +57,7 @@ from qgc.dialects.simt.directives import (
 )
 from qgc.dialects.simt.facts import (
     ATOM_OPS,
+    ATOM_PAIR_OPS,
     DEFAULT_MAX_BLOCKS,
     DEFAULT_MAX_OPS,
     DEFAULT_MEM_WORDS,
@@ -113,7 +115,7 @@ SIMT = Dialect(
 )
 
 __all__ = [
-    "ATOM_OPS", "Address", "AluOp", "AtomOp", "BarrierOp", "BranchOp", "DEFAULT_MAX_BLOCKS",
+    "ATOM_OPS", "ATOM_PAIR_OPS", "OptReg", "Address", "AluOp", "AtomOp", "BarrierOp", "BranchOp", "DEFAULT_MAX_BLOCKS",
     "DEFAULT_MAX_OPS", "DEFAULT_MEM_WORDS", "DEFAULT_PREDS", "DEFAULT_REGS", "ExitOp",
     "GUARD_FORMAT", "Guard", "GuardAttr", "KernelOp", "LANES", "LdOp", "MachineOp", "MemoryOp",
     "NextOp", "OptSource", "PARAM_TYPES", "POINTER_TYPES", "PRED_ARITY", "PredOp", "Reg",

@@ -78,6 +78,26 @@ class Reg(CustomDirective):
 
 
 @irdl_custom_directive
+class OptReg(OptionalDirective):
+    """An optional register (the high word of `simt.atom`'s pair destination)."""
+
+    reg: AttributeVariable
+
+    def anchor(self) -> AttributeVariable:
+        return self.reg
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.reg.set(state, RegAttr.parse_bare(parser))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        r = self.reg.get(op)
+        assert isinstance(r, RegAttr)
+        printer.print_string(r.spelled)
+        end_print(state)
+
+
+@irdl_custom_directive
 class TrailingSources(CustomDirective):
     """`, r1, 4, !p2` after a destination, or nothing (`simt.warp "activemask" r1`)."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qgc.machine.opcodes import ATOM_OPERATIONS, SETP_CONDITIONS
+from qgc.machine.opcodes import ATOM_OPERATIONS, ATOM_PAIR_OPERATIONS, SETP_CONDITIONS
 
 LANES = 4
 DEFAULT_REGS = 15
@@ -19,6 +19,7 @@ DEFAULT_MAX_OPS = 16
 #: machine's opcode table (`qgc.machine.opcodes`) is their one home.
 SETP_CONDS = tuple(SETP_CONDITIONS)
 ATOM_OPS = tuple(ATOM_OPERATIONS)
+ATOM_PAIR_OPS = tuple(ATOM_PAIR_OPERATIONS)
 
 #: Special registers the machine provides per lane: the launch geometry, the
 #: lane's own (a constant of the lane: `lane_special`) and the warp's place in

@@ -4,6 +4,7 @@ memory accesses) and the terminators of machine blocks."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import I64, ArrayAttr, IntAttr, IntegerAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation
@@ -22,13 +23,14 @@ from qgc.dialects.simt.attributes import GuardAttr, RegAttr, Src, i64_attr
 from qgc.dialects.simt.directives import (
     Address,
     Guard,
+    OptReg,
     OptSource,
     Reg,
     Source,
     Sources,
     TrailingSources,
 )
-from qgc.dialects.simt.facts import ATOM_OPS, SETP_CONDS, SPACES, SPECIALS
+from qgc.dialects.simt.facts import ATOM_OPS, ATOM_PAIR_OPS, SETP_CONDS, SPACES, SPECIALS
 from qgc.machine.opcodes import ALU_OPCODES, PRED_OPCODES
 
 
@@ -43,10 +45,17 @@ class MachineOp(IRDLOperation):
     """Common base of the ops inside machine blocks (guarded, per lane)."""
 
     guard = opt_prop_def(GuardAttr)
+    #: the properties that hold the registers this op writes
+    DEF_PROPS: ClassVar[tuple[str, ...]] = ("dst",)
 
     def defs(self) -> list[RegAttr]:
         """Registers this op writes."""
         return []
+
+    def def_props(self) -> dict[str, RegAttr]:
+        """The properties naming the registers this op writes, and those registers."""
+        return {name: reg for name in self.DEF_PROPS
+                if isinstance(reg := self.properties.get(name), RegAttr)}
 
     def uses(self) -> list[RegAttr]:
         """Registers this op reads (the guard included)."""
@@ -60,7 +69,7 @@ class MachineOp(IRDLOperation):
     def replace_sources(self, mapping: dict[RegAttr, RegAttr]) -> None:
         """Rename the registers the op reads, not its destination or guard."""
         for name, value in list(self.properties.items()):
-            if name not in ("dst", "guard"):
+            if name not in self.DEF_PROPS and name != "guard":
                 self.properties[name] = _rename(value, mapping)
 
     def verify_(self) -> None:
@@ -450,37 +459,59 @@ class AtomOp(MemoryOp):
     word become r8's, a sub-word store).
 
     `dst` receives the old value. When several lanes hit the same word, they
-    apply in lane order."""
+    apply in lane order.
+
+    A pair atomic (`ATOM_PAIR_OPS`) works on the 64-bit value in the word and
+    the next one, low first, its registers written `low:high`:
+    `simt.atom "min.s" r1:r2, global[r3 + 0], r4:r5 buffer 1`."""
 
     name = "simt.atom"
     op = prop_def(StringAttr)
     dst = prop_def(RegAttr)
     value = prop_def(RegAttr | IntAttr)
     swap = opt_prop_def(RegAttr | IntAttr)
-    custom_directives = (Reg, Guard, Address, Source, OptSource)
-    assembly_format = ("$op custom<Reg>($dst) `,` custom<Address>($space, $base, $offset) `,` "
-                       "custom<Source>($value) (`,` custom<OptSource>($swap)^)? "
+    dst_hi = opt_prop_def(RegAttr)
+    value_hi = opt_prop_def(RegAttr | IntAttr)
+    swap_hi = opt_prop_def(RegAttr | IntAttr)
+    DEF_PROPS: ClassVar[tuple[str, ...]] = ("dst", "dst_hi")
+    custom_directives = (Reg, OptReg, Guard, Address, Source, OptSource)
+    assembly_format = ("$op custom<Reg>($dst) (`:` custom<OptReg>($dst_hi)^)? `,` "
+                       "custom<Address>($space, $base, $offset) `,` "
+                       "custom<Source>($value) (`:` custom<OptSource>($value_hi)^)? "
+                       "(`,` custom<OptSource>($swap)^)? (`:` custom<OptSource>($swap_hi)^)? "
                        "(`buffer` $buffer^)? " + GUARD_FORMAT)
 
     def __init__(self, op: str, dst: RegAttr, space: str, base: RegAttr | None, offset: int,
                  value: RegAttr | int, buffer: int | None, guard: GuardAttr | None = None,
-                 swap: RegAttr | int | None = None):
+                 swap: RegAttr | int | None = None,
+                 high: tuple[RegAttr, RegAttr | int, RegAttr | int | None] | None = None):
+        """`high`: a pair atomic's high words (destination, value, swap)."""
+        dst_hi, value_hi, swap_hi = high if high is not None else (None, None, None)
         super().__init__(properties={
             "op": StringAttr(op), "dst": dst, "space": StringAttr(space), "base": base,
             "offset": i64_attr(offset), "value": _src(value),
             "buffer": None if buffer is None else i64_attr(buffer),
-            "guard": guard, "swap": None if swap is None else _src(swap)})
+            "guard": guard, "swap": None if swap is None else _src(swap),
+            "dst_hi": dst_hi, "value_hi": None if value_hi is None else _src(value_hi),
+            "swap_hi": None if swap_hi is None else _src(swap_hi)})
+
+    @property
+    def is_pair(self) -> bool:
+        return self.dst_hi is not None
 
     def defs(self) -> list[RegAttr]:
-        return [self.dst]
+        return [self.dst] + ([self.dst_hi] if self.dst_hi is not None else [])
 
     def uses(self) -> list[RegAttr]:
-        v = [s for s in (self.value, self.swap) if isinstance(s, RegAttr)]
+        v = [s for s in (self.value, self.swap, self.value_hi, self.swap_hi)
+             if isinstance(s, RegAttr)]
         return self._address_uses() + v + super().uses()
 
     def verify_(self) -> None:
         self._verify_address()
-        if self.op.data not in ATOM_OPS:
+        if self.is_pair:
+            self._verify_pair()
+        elif self.op.data not in ATOM_OPS:
             raise VerifyException(f"unknown atomic operation '{self.op.data}'")
         if (self.swap is not None) != (self.op.data in ("cas", "ins")):
             raise VerifyException("simt.atom takes a second value exactly when it is a cas "
@@ -492,6 +523,17 @@ class AtomOp(MemoryOp):
         _want(self, self.dst, False, "destination")
         if isinstance(self.value, RegAttr):
             _want(self, self.value, False, "value")
+
+    def _verify_pair(self) -> None:
+        if self.op.data not in ATOM_PAIR_OPS:
+            raise VerifyException(f"unknown pair atomic operation '{self.op.data}' "
+                                  f"(pairs: {', '.join(ATOM_PAIR_OPS)})")
+        if self.value_hi is None or (self.swap_hi is None) != (self.swap is None):
+            raise VerifyException("a pair atomic takes the high words of its value (and "
+                                  "swap) too")
+        if self.space.data not in ("global", "shared"):
+            raise VerifyException("a pair atomic works on global or shared memory")
+        _want(self, self.dst_hi, False, "destination")
 
 
 # ----------------------------------------------------------------- terminators

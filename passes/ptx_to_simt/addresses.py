@@ -64,6 +64,11 @@ class AddressArithmetic:
         if b_wide is not None and a.scale == b_wide.scale and a.scale < 1 << 31:
             pa, pb = lg.unscaled(e, a, a.scale), lg.unscaled(e, b_wide, a.scale)
             return self.set_int(inst, e, lg.add_pairs(e, pa, pb, sub), a.scale)
+        if isinstance(b_op, ptx.Imm) and not b_op.is_float and 1 < a.scale < 1 << 31 and \
+                b_op.value % a.scale == 0:   # i·4 + 8 = (i + 2)·4: still a scaled index
+            pa = lg.unscaled(e, a, a.scale)
+            pb = lg.const_pair(b_op.value // a.scale)
+            return self.set_int(inst, e, lg.add_pairs(e, pa, pb, sub), a.scale)
         pa = lg.materialize(e, a)
         pb = self.pair_of(inst, e, b_op)
         return self.set_int(inst, e, lg.add_pairs(e, pa, pb, sub))

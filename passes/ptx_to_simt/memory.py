@@ -3,7 +3,7 @@ words, sub-word data one element per word), shared and parameter loads."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.ir import Operation
 
@@ -25,7 +25,7 @@ class MemoryAccesses:
         base, mods, t = opc.base, opc.modifiers, opc.type
         args = inst.operands_decoded
         space = "param" if "param" in mods else "global" if "global" in mods else \
-            "shared" if "shared" in mods else None
+            "shared" if "shared" in mods else self.generic_space(inst)
         rest = [m for m in mods if m not in ("param", "global", "shared")]
         lanes = [m for m in rest if m in _VECTORS]
         if lanes and base in ("ld", "st") and space in ("global", "shared"):
@@ -36,6 +36,7 @@ class MemoryAccesses:
             if space != "global" or len(rest) < 1 or \
                     _atom_op(rest[0], t) is None and (rest[0], t) != ("add", "u64") \
                     and not (rest[0] in _PER_WORD and t in WIDE) \
+                    and _pair_op(rest[0], t) is None \
                     or len(args) != (4 if rest[0] == "cas" else 3) \
                     or not _harmless(rest[1:]):
                 raise unsupported(inst, inst.opcode.data)
@@ -66,10 +67,10 @@ class MemoryAccesses:
                               "data accesses")
         pre: list[Operation] = []
         if base == "ld":
-            return [simt.LdOp(self.dst32(inst, args[0]), "global", ptr.vreg, words, ptr.prov,
-                              guard)]
+            return self.load_word(inst, guard, lambda d: simt.LdOp(d, "global", ptr.vreg, words,
+                                                                   ptr.prov, guard))
         if base == "st":
-            value = self.src32(inst, args[1], pre)
+            value = self.stored_word(inst, args[1], pre)
             return pre + [simt.StOp("global", ptr.vreg, words, value, ptr.prov, guard)]
         value = self.src32(inst, args[2], pre)
         swap = self.src32(inst, args[3], pre) if len(args) == 4 else None
@@ -77,6 +78,45 @@ class MemoryAccesses:
         assert op is not None
         return pre + [simt.AtomOp(op, self.dst32(inst, args[0]), "global", ptr.vreg, words,
                                   value, ptr.prov, guard, swap)]
+
+    def generic_space(self, inst: ptx.InstOp) -> str | None:
+        """The space a generic access (`ld.u32 [%rd5]`, clang's way) reaches:
+        that of its address's provenance (a global pointer or a shared
+        address); None when it has none."""
+        args = inst.operands_decoded
+        addr = args[0] if inst.op.base == "st" else args[1] if len(args) > 1 else None
+        if not isinstance(addr, ptx.Addr) or not isinstance(addr.base, ptx.Reg):
+            return None
+        held = self.wide.get(addr.base.name)
+        return {"ptr": "global", "shared": "shared"}.get(held.kind) if held else None
+
+    def load_word(self, inst: ptx.InstOp, guard: GuardAttr | None,
+                  load: Callable[[RegAttr], Operation]) -> list[Operation]:
+        """A 32-bit load into its destination; into a 64-bit register the word
+        is sign-extended (`.s32`) or zero-extended, as PTX's `ld` does."""
+        dst = inst.operands_decoded[0]
+        if not (isinstance(dst, ptx.Reg) and self.bits(dst.name) == 64):
+            return [load(self.dst32(inst, dst))]
+        e = self.emitter(guard, dst.name)
+        word = e.temp()
+        e.ops.append(load(word))
+        return self.set_int(inst, e, (word, self.high_word(e, word, inst.op.type or "")))
+
+    @staticmethod
+    def high_word(e: Emitter, word: RegAttr | int, t: str) -> RegAttr | int:
+        """The high word of a 32-bit value extended to 64 bits as type t."""
+        return e.alu("shr.s", [word, 31]) if t[0] == "s" else 0
+
+    def stored_word(self, inst: ptx.InstOp, operand: ptx.Operand,
+                    pre: list[Operation]) -> RegAttr | int:
+        """A store's 32-bit value; of a 64-bit register its low word (PTX's
+        `st` of a wider register)."""
+        if isinstance(operand, ptx.Reg) and self.bits(operand.name) == 64:
+            e = Emitter(self.fresh, None)
+            low = self.pair_of(inst, e, operand)[0]
+            pre += e.ops
+            return low
+        return self.src32(inst, operand, pre)
 
     def vector_access(self, inst: ptx.InstOp, guard: GuardAttr | None,
                       count: int) -> list[Operation]:
@@ -111,7 +151,8 @@ class MemoryAccesses:
         """64-bit global accesses as two words, low first; `atom.add.u64` adds
         the low words, then the high words with each lane's carry (lanes in
         order, so the carries are those of the running sum); exch, and, or
-        and xor are one atomic per word (the words do not interact)."""
+        and xor are one atomic per word (the words do not interact); min, max
+        and cas one pair atomic on both words."""
         base, args = inst.op.base, inst.operands_decoded
         buf = ptr.prov
         dst = args[0] if base != "st" else None
@@ -133,9 +174,14 @@ class MemoryAccesses:
             e.ops += [simt.AtomOp(rest[0], lo, "global", ptr.vreg, words, v_lo, buf, guard),
                       simt.AtomOp(rest[0], hi, "global", ptr.vreg, words + 1, v_hi, buf, guard)]
             return self.set_int(inst, e, (lo, hi))
+        pair = _pair_op(rest[0], inst.op.type)
+        if pair is not None:                # min, max, cas: one atomic on both words
+            s_lo, s_hi = self.pair_of(inst, e, args[3]) if pair == "cas" else (None, None)
+            e.ops.append(simt.AtomOp(pair, lo, "global", ptr.vreg, words, v_lo, buf, guard, s_lo,
+                                     high=(hi, v_hi, s_hi)))
+            return self.set_int(inst, e, (lo, hi))
         if rest[:1] != ["add"] or inst.op.type != "u64":
-            raise unsupported(inst, inst.opcode.data,
-                              "64-bit atomics other than add, exch, and, or, xor")
+            raise unsupported(inst, inst.opcode.data)
         e.ops.append(simt.AtomOp("add", lo, "global", ptr.vreg, words, v_lo, buf, guard))
         _, carry = e.add_carry(lo, v_lo)
         e.ops.append(simt.AtomOp("add", hi, "global", ptr.vreg, words + 1,
@@ -154,8 +200,7 @@ class MemoryAccesses:
             return e.ops
         word = e.temp()
         e.ops.append(simt.LdOp(word, "global", ptr.vreg, words, ptr.prov, guard))
-        self.put_sub(inst, e, args[0], t, word, None if t[0] == "s" else t)
-        return e.ops
+        return self.put_loaded_sub(inst, e, word, None if t[0] == "s" else t)
 
     def shared_memory(self, inst: ptx.InstOp, guard: GuardAttr | None,
                       rest: list[str]) -> list[Operation]:
@@ -196,15 +241,31 @@ class MemoryAccesses:
         if wide:
             return pre + self.shared64(inst, guard, reg, offset)
         if base == "ld":
-            return pre + [simt.LdOp(self.dst32(inst, args[0]), "shared", reg, offset, None, guard)]
+            return pre + self.load_word(inst, guard, lambda d: simt.LdOp(d, "shared", reg, offset,
+                                                                         None, guard))
         if base == "st":
-            value = self.src32(inst, args[1], pre)
+            value = self.stored_word(inst, args[1], pre)
             return pre + [simt.StOp("shared", reg, offset, value, None, guard)]
         value = self.src32(inst, args[2], pre)
         swap = self.src32(inst, args[3], pre) if len(args) == 4 else None
         assert atom is not None
         return pre + [simt.AtomOp(atom, self.dst32(inst, args[0]), "shared", reg, offset, value,
                                   None, guard, swap)]
+
+    def put_loaded_sub(self, inst: ptx.InstOp, e: Emitter, value: RegAttr | int,
+                       fits: str | None) -> list[Operation]:
+        """A loaded byte or halfword (`value`'s low bits) into its destination,
+        extended by its type; a 64-bit destination gets both words."""
+        t, dst = inst.op.type or "", inst.operands_decoded[0]
+        if not (isinstance(dst, ptx.Reg) and self.bits(dst.name) == 64):
+            self.put_sub(inst, e, dst, t, value, fits)
+            return e.ops
+        bits = ptx.TYPE_BITS[t]
+        low = e.alu("bfe.s", [value, 0, bits]) if t[0] == "s" else \
+            e.alu("and", [value, (1 << bits) - 1])
+        wide = self.emitter(e.guard, dst.name)
+        wide.ops, wide.temps = e.ops, e.temps
+        return self.set_int(inst, wide, (low, self.high_word(wide, low, t)))
 
     def shared64(self, inst: ptx.InstOp, guard: GuardAttr | None, reg: RegAttr,
                  offset: int) -> list[Operation]:
@@ -240,9 +301,7 @@ class MemoryAccesses:
         if inst.op.base == "ld":
             loaded = e.temp()
             e.ops.append(simt.LdOp(loaded, "shared", word, 0, None, guard))
-            value = e.alu("shr.u", [loaded, shift])
-            self.put_sub(inst, e, args[0], t, value, None)
-            return e.ops
+            return self.put_loaded_sub(inst, e, e.alu("shr.u", [loaded, shift]), None)
         value = self.get_sub(inst, e, args[1], t, False)
         element = e.alu("and", [value, (1 << bits) - 1])
         e.ops.append(simt.AtomOp("ins", e.temp(), "shared", word, 0, e.alu("shl", [element, shift]),
@@ -294,6 +353,13 @@ def _atom_op(name: str, t: str | None) -> str | None:
 _VECTORS = ("v2", "v4", "v8")
 #: 64-bit atomics whose words change independently: one 32-bit atomic per word
 _PER_WORD = ("exch", "and", "or", "xor")
+
+
+def _pair_op(name: str, t: str | None) -> str | None:
+    """The machine's pair atomic for PTX `atom.NAME.T` on 64-bit words."""
+    if name in ("min", "max") and t in ("s64", "u64"):
+        return f"{name}.{t[0]}"
+    return "cas" if name == "cas" and t in WIDE else None
 
 
 def _harmless(mods: Sequence[str]) -> bool:

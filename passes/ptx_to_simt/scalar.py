@@ -69,8 +69,8 @@ class ScalarOps:
             raise unsupported(inst, inst.opcode.data, "a non-predicate destination")
         srcs: list[GuardAttr | int] = []
         for a in args[1:]:
-            if isinstance(a, ptx.Imm) and not a.is_float and a.value in (0, 1):
-                srcs.append(int(a.value))
+            if isinstance(a, ptx.Imm) and not a.is_float:   # nvcc writes true as -1
+                srcs.append(int(a.value != 0))
             elif isinstance(a, ptx.Reg) and self.bits(a.name) == 1:
                 srcs.append(GuardAttr(self.vreg(a.name), a.negated))
             else:

@@ -75,6 +75,12 @@ class SubwordOps:
         if isinstance(operand, ptx.Imm) and not operand.is_float:
             value = operand.value & ((1 << bits) - 1)
             return to_i32(value - (1 << bits) if signed and value >> (bits - 1) else value)
+        if isinstance(operand, ptx.Reg) and self.bits(operand.name) == 64 and \
+                not operand.negated:      # a store of a 64-bit register: its low bits
+            reg = self.pair_of(inst, e, operand)[0]
+            if signed:
+                return e.alu("bfe.s", [reg, 0, bits])
+            return reg if bits >= 32 else e.alu("and", [reg, (1 << bits) - 1])
         if not isinstance(operand, ptx.Reg) or operand.negated or \
                 self.bits(operand.name) not in (8, 16, 32):
             raise unsupported(inst, inst.opcode.data, why_not_32(operand, self))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
+from qgc import protocol as P
 from qgc.dialects import simt
 from qgc.passes.simt_to_tensor.step_values import WORD, Record, Write, unsupported
 
@@ -48,6 +49,36 @@ class Atomics:
             wrap = self.any_of([alu.eq(old, self.const(0, WORD)), alu.setp("gt.u", old, v)])
             return alu.select(wrap, v, alu.sub(old, self.const(1, WORD)))
         raise unsupported(op, f"atom.{kind}")
+
+    def lower_atom_pair(self, op, regs, records, guards, where, high, ens) -> None:
+        """A pair atomic, lane by lane: each lane's old 64-bit value sees the
+        earlier lanes' new ones (both words forwarded through `load`)."""
+        for ln in range(simt.LANES):
+            g = guards[ln]
+            old = tuple(self.load(w[ln][0], ens[ln], w[ln][2]) for w in (where, high))
+            value = (self.src(regs, ln, op.value, g), self.src(regs, ln, op.value_hi, g))
+            swap = (self.src(regs, ln, op.swap, g), self.src(regs, ln, op.swap_hi, g)) \
+                if op.swap is not None else None
+            new = self.pair_result(op.op.data, old, value, swap)
+            for w, word in zip((where, high), new, strict=True):
+                records.append(Record(ens[ln], self.zext(w[ln][0], P.ADDRESS_BITS), word))
+                self.pending.append(Write(w[ln][2], w[ln][0], ens[ln], word))
+            self.define(regs, ln, op.dst, old[0], g)
+            self.define(regs, ln, op.dst_hi, old[1], g)
+
+    def pair_result(self, kind: str, old, v, swap) -> tuple[SSAValue, SSAValue]:
+        """The new (low, high) words of a pair atomic (`ATOM_PAIR_OPERATIONS`)."""
+        alu = self.alu
+        if kind == "cas":
+            take = alu.and_(alu.eq(old[0], v[0]), alu.eq(old[1], v[1]))
+            return alu.select(take, swap[0], old[0]), alu.select(take, swap[1], old[1])
+        name, sign = kind.split(".")
+
+        def less(a, b) -> SSAValue:       # a < b as 64-bit values
+            return alu.or_(alu.setp(f"lt.{sign}", a[1], b[1]),
+                           alu.and_(alu.eq(a[1], b[1]), alu.setp("lt.u", a[0], b[0])))
+        take = less(v, old) if name == "min" else less(old, v)
+        return alu.select(take, v[0], old[0]), alu.select(take, v[1], old[1])
 
     def lower_atom_add(self, op, regs, records, guards, where, ens, values, rec_addr) -> None:
         """atom.add in parallel: lane l's old value is the word plus the values

@@ -85,7 +85,8 @@ class Lowering(Gates, StateHeads, Registers, Blocks, LaneControl, WarpOps,
                 f"{{regs={P.MAX_REGISTERS}}} first)")
 
     def _record_count(self, block: Block) -> int:
-        writes = sum(simt.LANES for op in block.ops if isinstance(op, simt.StOp | simt.AtomOp))
+        writes = sum(simt.LANES * (1 + (isinstance(op, simt.AtomOp) and op.is_pair))
+                     for op in block.ops if isinstance(op, simt.StOp | simt.AtomOp))
         regs = len(self.written_live_out(block))
         return writes + simt.LANES * regs + 2     # + the preds and lanes words
 

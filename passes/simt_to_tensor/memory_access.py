@@ -13,13 +13,15 @@ from qgc.passes.simt_to_tensor.step_values import WORD, Record, Write
 class MemoryAccess:
     """Memory ops: addresses, checks and faults, loads and stores."""
 
-    def word_address(self, op, regs, ln: int, g) -> tuple[SSAValue, list[SSAValue], object]:
+    def word_address(self, op, regs, ln: int, g, extra: int = 0
+                     ) -> tuple[SSAValue, list[SSAValue], object]:
         """(word address, `address_bits` bits; the checks it passes when all
         bits are set, the first that it is inside the word memory; where) of a
-        memory op's word: a global word inside its buffer's bounds, a shared
-        word aligned and inside the CTA's window, a spill slot inside the word
-        memory (by construction)."""
-        space, off, n = op.space.data, op.offset.value.data, self.address_bits
+        memory op's word (`extra` words past it: a pair's high word): a global
+        word inside its buffer's bounds, a shared word aligned and inside the
+        CTA's window, a spill slot inside the word memory (by construction)."""
+        space, n = op.space.data, self.address_bits
+        off = op.offset.value.data + extra * (4 if space == "shared" else 1)
         if space == "spill":
             slot = ln * self.kernel.spill_size + off
             word = self.alu.add(self.launch_word("spill"), self.const(slot, WORD))
@@ -87,17 +89,24 @@ class MemoryAccess:
         lanes = range(simt.LANES)
         guards = [self.guard_of(op, regs, ln) for ln in lanes]
         where = [self.word_address(op, regs, ln, guards[ln]) for ln in lanes]
+        high = [self.word_address(op, regs, ln, guards[ln], 1) for ln in lanes] \
+            if isinstance(op, simt.AtomOp) and op.is_pair else None
+        checks = [where[ln][1] + (high[ln][1] if high else []) for ln in lanes]
         runs = [self.runs(ln, guards[ln]) for ln in lanes]
         # an access inside the word memory goes ahead even if it faults: a
         # fault names TRAP in place of the step's records, so nothing it
         # reads or writes is kept (and the load waits for no compare)
-        ens = [self.gate([runs[ln], where[ln][1][0]]) for ln in lanes]
+        ens = [self.gate([runs[ln], where[ln][1][0]] + ([high[ln][1][0]] if high else []))
+               for ln in lanes]
         if op in self.sites:      # runs, and fails a check
             self.faults.append((self.sites[op], [
-                self.b.threshold([runs[ln], *where[ln][1]],
-                                 [({0: len(where[ln][1])} | {1 + i: -1 for i in
-                                                             range(len(where[ln][1]))}, 1)])
+                self.b.threshold([runs[ln], *checks[ln]],
+                                 [({0: len(checks[ln])} | {1 + i: -1 for i in
+                                                           range(len(checks[ln]))}, 1)])
                 for ln in lanes]))
+        if high is not None:
+            self.lower_atom_pair(op, regs, records, guards, where, high, ens)
+            return
         keys = [w[0] for w in where]
         rec_addr = [self.zext(keys[ln], P.ADDRESS_BITS) for ln in lanes]
         if isinstance(op, simt.LdOp):

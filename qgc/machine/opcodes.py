@@ -365,3 +365,18 @@ ATOM_OPERATIONS: dict[str, Callable[[int, int, int], int]] = {
     # bits), atomic so lanes storing into one word in one step keep each other's
     "ins": lambda o, v, s: (o & ~s & 0xFFFFFFFF) | v,
 }
+
+
+def _signed64(v: int) -> int:
+    return v - (1 << 64) if v >> 63 & 1 else v
+
+
+#: Atomics on a pair of words, one 64-bit value (low word first); the ones
+#: whose words interact (exch, and, or, xor, add are a 32-bit atomic per word)
+ATOM_PAIR_OPERATIONS: dict[str, Callable[[int, int, int], int]] = {
+    "min.s": lambda o, v, _: o if _signed64(o) <= _signed64(v) else v,
+    "min.u": lambda o, v, _: min(o, v),
+    "max.s": lambda o, v, _: o if _signed64(o) >= _signed64(v) else v,
+    "max.u": lambda o, v, _: max(o, v),
+    "cas": lambda o, v, s: s if o == v else o,
+}
