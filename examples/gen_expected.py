@@ -553,6 +553,430 @@ def convert_f32(L, ws, xi, xf, of, oi):
         oi[3 * T + 2] = int(np.array(f, dtype=np.float32).view(np.int32))
 
 
+# --- warp-level and data-structure kernels (integer) ---------------------------------
+
+
+def warps_of(th, ws):
+    """The CTA's warps: lists of threads with consecutive linear ids (only lanes it has)."""
+    nt = len(th)
+    return [th[w * ws:min(nt, (w + 1) * ws)] for w in range((nt + ws - 1) // ws)]
+
+
+@kernel(warp_sensitive=True)
+def warp_agg_atomic(L, ws, inp, count, hits, rank):
+    for c in ctas(L):
+        for warp in warps_of(cta_threads(L, c), ws):
+            xs = [inp[t.tid[0]] for t in warp]
+            mask = sum(1 << lane for lane, x in enumerate(xs) if x > 0)
+            base = 0
+            if mask:                                   # the leader's atomicAdd, one per warp
+                base = count[0]
+                count[0] = u32(count[0] + popc(mask))
+            for lane, t in enumerate(warp):
+                r = popc(mask & ((1 << lane) - 1))
+                if xs[lane] > 0:
+                    hits[base + r] = u32(hits[base + r] + 1)
+                rank[t.tid[0]] = r if xs[lane] > 0 else -1 - lane
+
+
+@kernel(warp_sensitive=True)
+def warp_agg_laneid(L, ws, inp, hist, natomics, leader_of):
+    for c in ctas(L):
+        for warp in warps_of(cta_threads(L, c), ws):
+            keys = [inp[t.tid[0]] & 3 for t in warp]
+            todo = (1 << len(warp)) - 1                # __activemask(): the lanes the warp has
+            while todo:
+                leader = ffs(todo) - 1
+                k = keys[leader]
+                peers = sum(1 << lane for lane, key in enumerate(keys) if key == k)
+                hist[k] = u32(hist[k] + popc(peers))
+                natomics[0] = u32(natomics[0] + 1)
+                for lane, t in enumerate(warp):
+                    if keys[lane] == k:
+                        leader_of[t.tid[0]] = leader
+                todo &= ~peers
+
+
+@kernel(warp_sensitive=True)
+def rank_lanemask(L, ws, inp, out, wcount):
+    for c in ctas(L):
+        for warp in warps_of(cta_threads(L, c), ws):
+            xs = [inp[t.tid[0]] for t in warp]
+            keep = sum(1 << lane for lane, x in enumerate(xs) if x < 0)
+            start = warp[0].tid[0]
+            for lane in range(len(warp)):
+                if keep >> lane & 1:
+                    r = popc(keep & ((2 << lane) - 1))
+                    out[start + r - 1] = xs[lane]
+                    if r == popc(keep):
+                        wcount[start] = r
+
+
+@kernel()
+def aos_soa(L, ws, kv, keys, vals, swapped, n):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i >= n:
+            continue
+        key, val = kv[2 * i], kv[2 * i + 1]
+        keys[i] = key
+        vals[i] = s32(val - key)
+        swapped[2 * i] = val
+        swapped[2 * i + 1] = s32(key * 2)
+
+
+@kernel()
+def int4_vec(L, ws, a, b, mx, diff, hsum):
+    for t in all_threads(L):
+        i = gid(t)
+        x = [a[4 * i + k] for k in range(4)]
+        y = [b[4 * i + k] for k in range(4)]
+        for k in range(4):
+            mx[4 * i + k] = max(x[k], y[k])
+            diff[4 * i + k] = s32(x[k] - y[k])
+        hsum[i] = s32(sum(x))
+
+
+@kernel()
+def stream_compact(L, ws, inp, out, count, n):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        s_idx = [None] * 16
+        for t in th:                              # atomicAdd order does not change the result
+            i = t.tid[0]
+            if i < n and inp[i] > 0:
+                slot = count[0]
+                count[0] = s32(count[0] + 1)
+                s_idx[slot] = i
+        cnt = count[0]
+        for t in th:                              # after the barrier
+            i = t.tid[0]
+            if i < cnt:
+                mine = s_idx[i]
+                r = sum(1 for j in range(cnt) if s_idx[j] < mine)
+                out[r] = inp[mine]
+
+
+@kernel()
+def radix_split(L, ws, keys, vals, okeys, ovals, bit):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        n = len(th)
+        f = [(keys[t.tid[0]] >> bit) & 1 for t in th]
+        incl = [sum(f[:k + 1]) for k in range(n)]
+        zeros = n - incl[n - 1]
+        for t in th:
+            T = t.tid[0]
+            ones_before = incl[T] - f[T]
+            dst = zeros + ones_before if f[T] else T - ones_before
+            okeys[dst] = keys[T]
+            ovals[dst] = vals[T]
+
+
+@kernel()
+def bitonic_shared(L, ws, data):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        n = len(th)
+        s = [data[t.tid[0]] for t in th]
+        k = 2
+        while k <= n:
+            j = k >> 1
+            while j > 0:                          # one barrier interval per (k, j)
+                new = list(s)
+                for T in range(n):
+                    p = T ^ j
+                    if p > T:
+                        a, b = s[T], s[p]
+                        up = (T & k) == 0
+                        if (a > b) == up:
+                            new[T], new[p] = b, a
+                s = new
+                j >>= 1
+            k <<= 1
+        for t in th:
+            data[t.tid[0]] = s[t.tid[0]]
+
+
+@kernel()
+def csr_spmv(L, ws, row_ptr, col_idx, vals, x, y, nrows):
+    for t in all_threads(L):
+        row = s32(gid(t))
+        if row >= nrows:
+            continue
+        acc = 0
+        for k in range(row_ptr[row], row_ptr[row + 1]):
+            acc = s32(acc + s32(vals[k] * x[col_idx[k]]))
+        y[row] = acc
+
+
+@kernel()
+def bfs_frontier(L, ws, row_ptr, adj, frontier, nfront, level, parent, nxt, next_count, cur):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        s_next = []
+        for t in th:                              # CAS winners differ by order, the sets do not
+            if t.tid[0] < nfront:
+                u = frontier[t.tid[0]]
+                for e in range(row_ptr[u], row_ptr[u + 1]):
+                    v = adj[e]
+                    old = level[v]
+                    if old == -1:
+                        level[v] = cur + 1
+                        s_next.append(v)
+                    if old == -1 or old == cur + 1:
+                        parent[v] = min(parent[v], u)
+        for r, v in enumerate(sorted(s_next)):    # rank of each appended node
+            nxt[r] = v
+        next_count[0] = len(s_next)
+
+
+@kernel()
+def fnv1a64(L, ws, inp, out, hi, n):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i >= n:
+            continue
+        x = inp[i]
+        h = 0xcbf29ce484222325
+        for b in range(4):
+            h ^= (x >> (8 * b)) & 0xFF
+            h = u64(h * 0x100000001b3)
+        out[i] = h
+        hi[i] = h >> 32
+
+
+@kernel()
+def splitmix64(L, ws, inp, out, xall, seed):
+    for t in all_threads(L):
+        i = gid(t)
+        z = u64(seed + inp[i] * 0x9e3779b97f4a7c15)
+        z = u64((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9)
+        z = u64((z ^ (z >> 27)) * 0x94d049bb133111eb)
+        z ^= z >> 31
+        out[i] = z
+        xall[0] = xall[0] ^ z
+
+
+@kernel()
+def atomic64_accum(L, ws, inp, total, smin, smax, umin, umax):
+    for t in all_threads(L):
+        x = inp[gid(t)]
+        w = x * (1 << 20)                         # (long long)x << 20: no overflow
+        total[0] = u64(total[0] + u64(x))         # sign-extended, wraps mod 2^64
+        smin[0] = min(smin[0], w)
+        smax[0] = max(smax[0], w)
+        umin[0] = min(umin[0], u64(w))
+        umax[0] = max(umax[0], u64(w))
+
+
+@kernel()
+def atomic64_cas_exch(L, ws, inp, prod, slots, olds, cas):
+    for t in all_threads(L):
+        i = t.tid[0]
+        x = inp[i]
+        prod[0] = u64(prod[0] * x)                # the CAS loop: an atomic multiply (commutes)
+        olds[i] = slots[i]
+        slots[i] = x ^ 0xffffffff00000000
+        seen = cas[i]
+        if seen == x & 0xF:
+            cas[i] = x
+        else:
+            cas[i] = u64(seen + 1)
+
+
+@kernel()
+def pack_bytes(L, ws, inp, packed, rev, swapped, n):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i >= n:
+            continue
+        b = [inp[4 * i + k] for k in range(4)]
+        w = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24
+        packed[i] = w
+        rev[4 * i + 0] = b[3]
+        rev[4 * i + 1] = b[2]
+        rev[4 * i + 2] = b[1]
+        rev[4 * i + 3] = wrap(b[0] + b[3], "u8")
+        swapped[2 * i] = int.from_bytes(w.to_bytes(4, "little"), "big")
+        swapped[2 * i + 1] = 0
+
+
+@kernel()
+def shared_u8_flags(L, ws, inp, seen_out, counts, distinct):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        keys = [inp[t.tid[0]] & 15 for t in th]
+        seen = [0] * 16
+        for k in keys:
+            seen[k] = 1
+        for t in th:
+            T = t.tid[0]
+            counts[T] = sum(1 for k in keys if k == T)
+            seen_out[T] = 0x80 | T if seen[T] else 0
+        distinct[0] = sum(seen)
+
+
+@kernel()
+def shared_s16(L, ws, inp, uin, diff, sat, uout):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        n = len(th)
+        s = [inp[t.tid[0]] for t in th]
+        for t in th:
+            T = t.tid[0]
+            diff[T] = s[(T + 1) % n] - s[T]
+            w = s[T] * 2 + uin[T]
+            sat[T] = max(-32768, min(32767, w))
+            uout[T] = wrap(uin[T] + s[T], "u16")
+
+
+@kernel()
+def last_block_reduce(L, ws, inp, partial, count, total):
+    g = L["grid"][0]
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        b = c[0]
+        partial[b] = s32(sum(inp[b * len(th) + t.tid[0]] for t in th))   # wraps like the tree
+        ticket = count[0]                          # atomicInc(count, g - 1)
+        count[0] = 0 if ticket >= g - 1 else ticket + 1
+        if ticket == g - 1:
+            total[0] = s32(sum(partial[k] for k in range(g)))
+
+
+@kernel()
+def linked_list(L, ws, nodes, head, total, length):
+    for t in all_threads(L):
+        T = t.tid[0]
+        h = head[T]
+        p = h if h >= 0 else None
+        s = l = 0
+        while p is not None and l < 8:
+            s = s32(s + nodes[2 * p])
+            l += 1
+            nx = nodes[2 * p + 1]
+            p = nx if nx >= 0 else None
+        total[T] = s
+        length[T] = l
+
+
+@kernel()
+def pointer_table(L, ws, base, sel, out):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        table = [4 * (3 - k) for k in range(4)]   # element offsets into base
+        for t in th:
+            T = t.tid[0]
+            row = table[sel[T] & 3]
+            out[T] = s32(base[row + (T & 3)] + base[row + ((T + 1) & 3)])
+        for t in th:                              # after the second barrier
+            T = t.tid[0]
+            if T < 4:
+                base[table[T] + T] = s32(-base[table[T] + T])
+
+
+@kernel(warp_sensitive=True)
+def shfl_xor_warpid(L, ws, inp, total, mx, nbr, info):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        warps = warps_of(th, ws)
+        for warp in warps:
+            width = len(warp)                     # __popc(__activemask())
+            assert width & (width - 1) == 0
+            v = [inp[t.tid[0]] for t in warp]
+            m = list(v)
+            k = 1
+            while k < width:
+                v = [s32(v[l] + v[l ^ k]) for l in range(width)]
+                m = [max(m[l], m[l ^ k]) for l in range(width)]
+                k <<= 1
+            for l, t in enumerate(warp):
+                total[t.tid[0]] = v[l]
+                mx[t.tid[0]] = m[l]
+                nbr[t.tid[0]] = s32(inp[t.tid[0] ^ 1] * 10)
+        for t in th:
+            # %warpid < %nwarpid, and one %warpid per warp: bits 0 and 1; the count of
+            # distinct warps from the atomicOr'd bitmask in bits 2 and up
+            info[t.tid[0]] = 1 | 2 | len(warps) << 2
+
+
+@kernel()
+def grid_stride64(L, ws, inp, out, sq, n):
+    threads = list(all_threads(L))
+    stride = len(threads)
+    for t in threads:
+        first = gid(t)
+        acc = 0
+        i = first
+        while i < n:
+            x = inp[i]
+            out[i] = s32(x * 3 - i)
+            acc = s64(acc + x * x)
+            i += stride
+        sq[first] = acc
+
+
+@kernel()
+def warp_scan_shfl(L, ws, inp, out):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        warps = warps_of(th, ws)
+        width = len(warps[0])
+        assert all(len(w) == width for w in warps)
+        vals, wtot = {}, []
+        for warp in warps:
+            v = [inp[t.tid[0]] for t in warp]
+            off = 1
+            while off < width:                    # __shfl_up_sync, added where lane >= off
+                v = [s32(v[l] + v[l - off]) if l >= off else v[l] for l in range(width)]
+                off <<= 1
+            wtot.append(v[width - 1])
+            for l, t in enumerate(warp):
+                vals[t.tid[0]] = v[l]
+        for t in th:
+            w = t.tid[0] // width
+            out[t.tid[0]] = s32(vals[t.tid[0]] + sum(wtot[:w]))
+
+
+@kernel()
+def transpose_pad(L, ws, inp, out, rows, cols):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        bx, by = c[0], c[1]
+        tile = [[None] * 5 for _ in range(4)]
+        for t in th:
+            tx, ty = t.tid[0], t.tid[1]
+            x, y = bx * 4 + tx, by * 4 + ty
+            if x < cols and y < rows:
+                tile[ty][tx] = inp[y * cols + x]
+        for t in th:                              # after the barrier
+            tx, ty = t.tid[0], t.tid[1]
+            ox, oy = by * 4 + tx, bx * 4 + ty
+            if ox < rows and oy < cols:
+                out[oy * rows + ox] = tile[tx][ty]
+
+
+@kernel()
+def run_length(L, ws, a, vals, lens, nruns):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        n = len(th)
+        x = [a[t.tid[0]] for t in th]
+        head = [int(T == 0 or x[T] != x[T - 1]) for T in range(n)]
+        incl = [sum(head[:T + 1]) for T in range(n)]
+        total = incl[n - 1]
+        start = [None] * 17
+        for T in range(n):
+            if head[T]:
+                start[incl[T] - 1] = T
+                vals[incl[T] - 1] = x[T]
+        start[total] = n
+        nruns[0] = total
+        for T in range(n):
+            if head[T]:
+                lens[incl[T] - 1] = start[incl[T]] - T
+
+
 # ---------------------------------------------------------------------------
 
 

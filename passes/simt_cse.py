@@ -64,8 +64,11 @@ def _copy_source(op: Operation) -> RegAttr | None:
 def _copy_of(op: Operation, dst: RegAttr, src: RegAttr) -> Operation:
     """`dst = src` under `op`'s guard, as `op` (which computed src's value) would."""
     if dst.is_pred:
-        return simt.PredOp("mov", dst, [GuardAttr(src)], op.guard)  # type: ignore[arg-type]
-    return simt.AluOp("mov", dst, [src], op.guard)  # type: ignore[arg-type]
+        copy = simt.PredOp("mov", dst, [GuardAttr(src)], op.guard)  # type: ignore[arg-type]
+    else:
+        copy = simt.AluOp("mov", dst, [src], op.guard)  # type: ignore[arg-type]
+    copy.location = op.location       # diagnostics and spill code point at the PTX
+    return copy
 
 
 @dataclass

@@ -21,6 +21,7 @@ from qgc.runtime.trace import run_trace, tensor_stepper
 
 torch = pytest.importorskip("torch")
 
+from test_simt import accepted_cases  # noqa: E402
 from test_tensor_core import assert_energy  # noqa: E402
 
 from conftest import SMALL_VOCAB, small_base_config  # noqa: E402
@@ -143,11 +144,8 @@ def every_block_once(fed) -> int:
 
 
 #: the integer examples (test_simt's), every one in the 2B shape
-INTEGER_EXAMPLES = sorted(("dot", "vector_add", "matmul4x4", "saxpy_s32", "grid_stride",
-                           "branchy", "divrem_signed", "histogram_atomic", "minmax_abs",
-                           "vote_ballot", "warp_reduce_shfl", "reduce_shared",
-                           "inclusive_scan", "bit_tricks", "mulhi_wide", "pointer_arith64",
-                           "bytes_u8", "reverse_dynshared", "byte_permute"))
+#: every example the machine runs (from nvcc at least: `test_simt.accepted_cases`)
+INTEGER_EXAMPLES = sorted({name for name, compiler, _ in accepted_cases() if compiler == "nvcc"})
 
 
 @pytest.mark.full

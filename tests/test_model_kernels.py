@@ -1,5 +1,5 @@
 """Every integer kernel through the merged model: each example of
-`INTEGER_EXAMPLES` and each integer kernel of the shared suite, from nvcc and
+`test_simt.accepted_cases` and each integer kernel of the shared suite, from nvcc and
 clang, compiled for a small stand-in base (2 base layers, one linear and one
 full attention, a 512-row text vocabulary) and run in one stock
 `Qwen3_5ForCausalLM`.
@@ -30,8 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from test_model_engine import INTEGER_EXAMPLES
-from test_simt import WARP4_OWN_ANSWER
+from test_simt import WARP4_OWN_ANSWER, accepted_cases
 
 from conftest import EXAMPLES, SHARED_KERNELS, shared_params, small_base_config
 from qgc.runtime.launch import load_launch
@@ -127,10 +126,9 @@ def ref_buffers(path: Path, launch):
 
 def cases() -> list[Case]:
     out = []
-    for name in INTEGER_EXAMPLES:
+    for name, compiler, suffix in sorted(accepted_cases()):
         launch = load_launch(EXAMPLES / name / "launch.json")
-        for compiler, suffix in COMPILERS:
-            out.append(Case(name, compiler, EXAMPLES / name / f"{name}{suffix}", launch, None))
+        out.append(Case(name, compiler, EXAMPLES / name / f"{name}{suffix}", launch, None))
     for spec in sorted(SHARED_KERNELS.glob("*.json")):
         info = json.loads(spec.read_text())
         if info["kind"] != "int":

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_simt import ALSO_ACCEPTED, COMPILERS, SKELETON, _bits, compile_simt
+from test_simt import _bits, accepted_cases, compile_simt
 from xdsl.utils.exceptions import VerifyException
 
 from conftest import EXAMPLES, REPO, on_random_programs
@@ -41,8 +41,8 @@ def spill_ops(kernel: simt.KernelOp) -> list[simt.MemoryOp]:
 
 # ------------------------------------------------------------ the examples
 
-@pytest.mark.parametrize("name", SKELETON + ALSO_ACCEPTED)
-@pytest.mark.parametrize("compiler, suffix", COMPILERS, ids=[c for c, _ in COMPILERS])
+@pytest.mark.parametrize("name, compiler, suffix", accepted_cases(),
+                         ids=[f"{n}-{c}" for n, c, _ in accepted_cases()])
 def test_example_with_six_registers_equals_ref(name, compiler, suffix):
     path = EXAMPLES / name / f"{name}{suffix}"
     launch = load_launch(EXAMPLES / name / "launch.json")
@@ -56,18 +56,25 @@ def test_example_with_six_registers_equals_ref(name, compiler, suffix):
     assert _bits(result.buffers, launch) == _bits(ref.buffers, launch)
 
 
+#: examples with an op that reads five registers at once (atom.cas.b64)
+FIVE_AT_ONCE = {"atomic64_cas_exch"}
+
+
 def test_four_registers_spill_most_examples_and_share_slots():
     spilled = shared_slots = 0
-    for name in SKELETON + ALSO_ACCEPTED:
-        for _, suffix in COMPILERS:
-            path = EXAMPLES / name / f"{name}{suffix}"
+    for name, _, suffix in accepted_cases():
+        path = EXAMPLES / name / f"{name}{suffix}"
+        try:
             (kernel,) = simt.kernels_of(compile_simt(path, with_regs(4)))
-            if kernel.spilled is None:
-                continue
-            spilled += 1
-            shared_slots += kernel.spill_size < kernel.limit("spilled")
-            for op in spill_ops(kernel):     # spill code keeps its op's PTX location
-                assert location_prefix(op).startswith(f"{path}:")
+        except QgcError as err:    # one op reads more: a 64-bit cas, its address and 4 words
+            assert name in FIVE_AT_ONCE and "even after spilling, the machine has 4" in str(err)
+            continue
+        if kernel.spilled is None:
+            continue
+        spilled += 1
+        shared_slots += kernel.spill_size < kernel.limit("spilled")
+        for op in spill_ops(kernel):     # spill code keeps its op's PTX location
+            assert location_prefix(op).startswith(f"{path}:")
     assert spilled >= 20 and shared_slots >= 2
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_simt import ALSO_ACCEPTED, SKELETON
+from test_simt import accepted_cases
 
 from conftest import EXAMPLES, SHARED_KERNELS, shared_params
 from qgc import driver
@@ -32,16 +32,16 @@ LOWER_TO_TENSOR = up_to(stage("tensor"), "tensor-schedule-layers")
 #: (kernel, compiler) pairs CI runs; each covers a machine feature
 IN_CI = {("branchy", "nvcc"), ("reduce_shared", "nvcc"), ("reverse_dynshared", "clang"),
          ("warp_reduce_shfl", "clang"), ("matmul4x4", "nvcc"), ("pointer_arith64", "nvcc"),
-         ("floyd_step_i", "nvcc"), ("transpose_tiled_i", "nvcc")}
+         ("floyd_step_i", "nvcc"), ("transpose_tiled_i", "nvcc"),
+         ("atomic64_cas_exch", "nvcc"), ("shared_u8_flags", "clang")}
 COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))
 
 
 def _cases():
-    for d in sorted(EXAMPLES / name for name in SKELETON + ALSO_ACCEPTED):   # the integer ones
+    for name, compiler, suffix in sorted(accepted_cases()):   # the integer ones
+        d = EXAMPLES / name
         expected = json.loads((d / "expected.json").read_text())["buffers"]
-        for compiler, suffix in COMPILERS:
-            yield d.name, compiler, d / f"{d.name}{suffix}", load_launch(d / "launch.json"), \
-                expected
+        yield name, compiler, d / f"{name}{suffix}", load_launch(d / "launch.json"), expected
     for spec in sorted(SHARED_KERNELS.glob("*.json")):
         info = json.loads(spec.read_text())
         if info["kind"] != "int":

@@ -27,13 +27,21 @@ def run(name, ws):
     L = json.load(open(f'{E}/{name}/launch.json'))
     src = re.sub(r'extern __shared__ (\w+) (\w+)\[\];', r'\1 *\2 = (\1 *)dyn_shared;',
                  open(f'{E}/{name}/{name}.cu').read())
+    # the inline PTX the examples use: special-register reads and prmt.b32
+    src = re.sub(r'asm(?:\s+volatile)?\s*\(\s*"mov\.u32 %0, %%(\w+);"\s*:\s*"=r"\((\w+)\)\s*\)',
+                 r'\2 = shim_sreg_\1()', src)
+    src = re.sub(r'asm(?:\s+volatile)?\s*\(\s*"prmt\.b32(?:\.(\w+))? %0, %1, %2, %3;"\s*:\s*"=r"\(([^()]+)\)\s*:'
+                 r'\s*"r"\((\w+)\),\s*"r"\((\w+)\),\s*"r"\((\w+)\)\s*\)',
+                 lambda m: f'{m[2]} = shim_prmt("{m[1] or ""}", {m[3]}, {m[4]}, {m[5]})', src)
+    if re.search(r'\basm\s*(volatile\s*)?\(\s*"', src):
+        sys.exit(f'{name}: inline asm that shim_check.py does not translate')
     decl, args, prints = [], [], []
     for k, a in enumerate(L['args']):
         t = a['type']
         if t.endswith('*'):
             e = t[:-1]
-            decl.append(f'{CT[e]} b{k}[] = {{{", ".join(lit(e, v) for v in a["data"])}}};')
-            args.append(f'b{k} + {a.get("offset", 0)}')
+            decl.append(f'alignas(16) {CT[e]} b{k}[] = {{{", ".join(lit(e, v) for v in a["data"])}}};')
+            args.append(f'AnyPtr{{b{k} + {a.get("offset", 0)}}}')
             fmt = '%.9g' if e == 'f32' else ('%lld' if e.startswith('s') else '%llu')
             cast = '(double)' if e == 'f32' else ('(long long)' if e.startswith('s') else '(unsigned long long)')
             prints.append(f'printf("["); for (size_t i = 0; i < sizeof b{k} / sizeof b{k}[0]; ++i) printf(i ? ", {fmt}" : "{fmt}", {cast}b{k}[i]); printf("]");')

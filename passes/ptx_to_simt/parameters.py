@@ -3,8 +3,6 @@ they take in the parameter area, and the `.shared` variables."""
 
 from __future__ import annotations
 
-from xdsl.utils.exceptions import DiagnosticException
-
 from qgc.dialects import ptx, simt
 from qgc.passes.ptx_to_simt.common import WIDE, unsupported
 
@@ -29,12 +27,14 @@ class KernelParameters:
             if i not in pointers and self._loaded(insts, name):
                 self.params[i] = (name, "u64")
                 continue
-            widths = sizes.get(i, set())
-            if len(widths - {4, 8}) and len(widths) > 1:
-                listed = " and ".join(f"{8 * w}-bit" for w in sorted(widths))
-                raise DiagnosticException(
-                    f"{ptx.location_prefix(self.entry)}error: buffer '{name}' is accessed "
-                    f"with {listed} elements, which the machine does not mix in one buffer")
+            widths = sizes.get(i, {})
+            if len(set(widths) - {4, 8}) and len(widths) > 1:
+                wide_w = max(widths)
+                narrow = " and ".join(f"{8 * w}-bit" for w in sorted(widths) if w != wide_w)
+                raise unsupported(widths[wide_w], widths[wide_w].opcode.data,
+                                  f"a {8 * wide_w}-bit access to buffer '{name}', which is also "
+                                  f"accessed with {narrow} elements: the machine keeps such a "
+                                  "buffer one element per word")
             unit = min(widths, default=4)
             self.params[i] = (name, {1: "ptr8", 2: "ptr16"}.get(unit, "ptr"))
         self.units = {i: simt.POINTER_TYPES[t] for i, (_, t) in enumerate(self.params)
@@ -67,11 +67,11 @@ class KernelParameters:
         self.params.append((name, mtype))
 
 
-def _pointer_uses(insts: list[ptx.InstOp],
-                  params: dict[str, int]) -> tuple[set[int], dict[int, set[int]]]:
+def _pointer_uses(insts: list[ptx.InstOp], params: dict[str, int]
+                  ) -> tuple[set[int], dict[int, dict[int, ptx.InstOp]]]:
     """Which 64-bit parameters are pointers, and the access sizes in bytes
-    through each: a flow-insensitive fixpoint over copies (`mov`, `cvta`)
-    and pointer arithmetic (`add`, `sub`)."""
+    through each (with the first access of each size): a flow-insensitive
+    fixpoint over copies (`mov`, `cvta`) and pointer arithmetic (`add`, `sub`)."""
     copy_of: dict[str, set[int]] = {}    # register -> parameters it is a copy of
     into: dict[str, set[int]] = {}       # register -> parameters it may point into
     changed = True
@@ -99,7 +99,7 @@ def _pointer_uses(insts: list[ptx.InstOp],
     converted: set[int] = set()     # copied into cvta: pointers for sure
     addressing: set[int] = set()    # reaching an address
     counted: set[int] = set()       # used as an integer (compared, scaled, subtracted)
-    sizes: dict[int, set[int]] = {}
+    sizes: dict[int, dict[int, ptx.InstOp]] = {}
     for inst in insts:
         args, base = inst.operands_decoded, inst.op.base
         regs = [a.name for a in args[1:] if isinstance(a, ptx.Reg)]
@@ -112,7 +112,7 @@ def _pointer_uses(insts: list[ptx.InstOp],
             addressing |= into.get(addr.base.name, set())
             width = ptx.TYPE_BITS.get(inst.op.type or "", 32) // 8
             for i in into.get(addr.base.name, set()):
-                sizes.setdefault(i, set()).add(width)
+                sizes.setdefault(i, {}).setdefault(width, inst)
         elif base not in ("mov", "add", "ld"):
             counted.update(*(into.get(r, set()) for r in regs[1 if base == "sub" else 0:]))
     pointers = converted | (addressing - counted)
