@@ -302,8 +302,7 @@ class MemoryAccesses:
             loaded = e.temp()
             e.ops.append(simt.LdOp(loaded, "shared", word, 0, None, guard))
             return self.put_loaded_sub(inst, e, e.alu("shr.u", [loaded, shift]), None)
-        value = self.get_sub(inst, e, args[1], t, False)
-        element = e.alu("and", [value, (1 << bits) - 1])
+        element = self.get_sub(inst, e, args[1], t, False)      # within its bits already
         e.ops.append(simt.AtomOp("ins", e.temp(), "shared", word, 0, e.alu("shl", [element, shift]),
                                  None, guard, e.alu("shl", [(1 << bits) - 1, shift])))
         return e.ops

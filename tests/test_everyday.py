@@ -1,0 +1,162 @@
+"""Everyday idioms on the machine (issue 22), each small enough to run on
+every engine in CI: the lane and warp specials, bytes stored by four lanes
+into one shared word, a 64-bit atomic whose high word leaves its buffer
+(the same trap from `ref`, `simt` and `tensor`), and vector accesses. The
+examples (examples/, `test_simt.accepted_cases`) hold the same idioms in
+full kernels from nvcc and clang."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from qgc.cli import main
+
+HEADER = """.version 8.0
+.target sm_75
+.address_size 64
+"""
+
+SPECIALS = HEADER + """
+.visible .entry k(.param .u64 k_param_0)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %laneid;
+    mov.u32 %r3, %warpid;
+    mov.u32 %r4, %nwarpid;
+    mov.u32 %r5, %lanemask_ge;
+    mov.u32 %r6, %lanemask_gt;
+    shl.b32 %r2, %r2, 4;
+    shl.b32 %r3, %r3, 8;
+    shl.b32 %r4, %r4, 12;
+    shl.b32 %r6, %r6, 20;
+    or.b32 %r2, %r2, %r3;
+    or.b32 %r2, %r2, %r4;
+    or.b32 %r2, %r2, %r5;
+    or.b32 %r2, %r2, %r6;
+    membar.gl;
+    bar.warp.sync -1;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r2;
+    ret;
+}
+"""
+
+BYTES = HEADER + """
+.visible .entry k(.param .u64 k_param_0)
+{
+    .reg .b32 %r<7>;
+    .reg .b16 %rs<2>;
+    .reg .b64 %rd<5>;
+    .shared .align 4 .b8 flags[8];
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, flags;
+    add.s32 %r3, %r2, %r1;
+    add.s32 %r4, %r1, 161;
+    st.shared.u8 [%r3], %r4;
+    cvt.u16.u32 %rs1, %r4;
+    st.shared.u16 [flags+6], %rs1;
+    bar.sync 0;
+    and.b32 %r6, %r1, 1;
+    shl.b32 %r5, %r6, 2;
+    add.s32 %r5, %r2, %r5;
+    ld.shared.u32 %r5, [%r5];
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r5;
+    ret;
+}
+"""
+
+PAIR_MIN = HEADER + """
+.visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<9>;
+    ld.param.u64 %rd1, [k_param_0];
+    ld.param.u64 %rd4, [k_param_1];
+    cvta.to.global.u64 %rd2, %rd1;
+    cvta.to.global.u64 %rd5, %rd4;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 8;
+    add.s64 %rd6, %rd5, %rd3;
+    ld.global.v2.u32 {%r0, %r1}, [%rd6];
+    mov.b64 %rd7, {%r0, %r1};
+    add.s64 %rd8, %rd2, %rd3;
+    atom.global.min.s64 %rd7, [%rd8], %rd7;
+    st.global.u64 [%rd6], %rd7;
+    ret;
+}
+"""
+
+
+def _run(tmp_path, text: str, launch: dict, engine: str, capsys) -> tuple[int, str, str]:
+    ptx, spec = tmp_path / "k.ptx", tmp_path / "k.json"
+    ptx.write_text(text)
+    spec.write_text(json.dumps({"kernel": "k", **launch}))
+    status = main(["run", str(ptx), "--launch", str(spec), "--engine", engine])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+def test_lane_and_warp_specials(tmp_path, capsys, engine):
+    launch = {"grid": [1, 1, 1], "block": [10, 1, 1],
+              "args": [{"type": "u32*", "data": [0] * 10}]}
+    status, out, err = _run(tmp_path, SPECIALS, launch, engine, capsys)
+    assert status == 0, err
+    words = []
+    for t in range(10):
+        lane, warp = t % 4, t // 4
+        ge, gt = 0xF & ~((1 << lane) - 1), 0xF & ~((2 << lane) - 1)
+        words.append(lane << 4 | warp << 8 | 3 << 12 | ge | gt << 20)
+    assert json.loads(out)["buffers"] == [words]
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+def test_four_lanes_store_bytes_into_one_shared_word(tmp_path, capsys, engine):
+    # lanes 0-3 store their bytes into word 0, lanes 4-7 into word 1, and
+    # every lane its halfword into the top of word 1: the last lane's wins
+    launch = {"grid": [1, 1, 1], "block": [8, 1, 1],
+              "args": [{"type": "u32*", "data": [0] * 8}]}
+    status, out, err = _run(tmp_path, BYTES, launch, engine, capsys)
+    assert status == 0, err
+    got = json.loads(out)["buffers"][0]
+    assert got == [0xA4A3A2A1, 0x00A8A6A5] * 4     # the halfword store came last
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+def test_a_pair_atomic_lane_by_lane(tmp_path, capsys, engine):
+    launch = {"grid": [1, 1, 1], "block": [4, 1, 1],
+              "args": [{"type": "s64*", "data": [5, -1, 1 << 40, -(1 << 40)]},
+                       {"type": "s64*", "data": [7, -2, (1 << 40) - 1, 3]}]}
+    status, out, err = _run(tmp_path, PAIR_MIN, launch, engine, capsys)
+    assert status == 0, err
+    assert json.loads(out)["buffers"] == [[5, -2, (1 << 40) - 1, -(1 << 40)],
+                                          [5, -1, 1 << 40, -(1 << 40)]]
+
+
+def test_a_pair_atomic_whose_high_word_leaves_its_buffer_traps(tmp_path, capsys):
+    launch = {"grid": [1, 1, 1], "block": [4, 1, 1],
+              "args": [{"type": "u32*", "data": [1, 2, 3, 4, 5, 6, 7]},
+                       {"type": "s64*", "data": [0, 0, 0, 0]}]}
+    messages = {}
+    for engine in ("ref", "simt", "tensor"):
+        status, _, err = _run(tmp_path, PAIR_MIN, launch, engine, capsys)
+        assert status == 3, err
+        messages[engine] = err
+    assert messages["simt"] == messages["tensor"]
+    # lane 3's low word is the buffer's last: the high word is the one past it
+    found = re.search(r"lane 3 .*word address (\d+) is outside buffer 0 'k_param_0' "
+                      r"\(words \d+\.\.(\d+)\)", messages["simt"])
+    assert found and int(found[1]) == int(found[2]) + 1
+    assert "Traceback" not in "".join(messages.values())
