@@ -98,6 +98,34 @@ PAIR_MIN = HEADER + """
 }
 """
 
+SHARED64 = HEADER + """
+.visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<13>;
+    .shared .align 8 .b8 acc[16];
+    ld.param.u64 %rd1, [k_param_0];
+    ld.param.u64 %rd2, [k_param_1];
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd5, %r1, 8;
+    add.s64 %rd6, %rd4, %rd5;
+    ld.global.u64 %rd7, [%rd6];
+    st.shared.u64 [acc], 0;
+    st.shared.u64 [acc+8], 4611686018427387904;
+    atom.shared.add.u64 %rd8, [acc], %rd7;
+    atom.shared.min.s64 %rd9, [acc+8], %rd7;
+    atom.shared.cas.b64 %rd10, [acc], %rd8, %rd9;
+    atom.shared.exch.b64 %rd11, [acc+8], %rd10;
+    add.s64 %rd8, %rd8, %rd9;
+    add.s64 %rd8, %rd8, %rd11;
+    add.s64 %rd12, %rd3, %rd5;
+    st.global.u64 [%rd12], %rd8;
+    ret;
+}
+"""
+
 
 def _run(tmp_path, text: str, launch: dict, engine: str, capsys) -> tuple[int, str, str]:
     ptx, spec = tmp_path / "k.ptx", tmp_path / "k.json"
@@ -143,6 +171,15 @@ def test_a_pair_atomic_lane_by_lane(tmp_path, capsys, engine):
     assert status == 0, err
     assert json.loads(out)["buffers"] == [[5, -2, (1 << 40) - 1, -(1 << 40)],
                                           [5, -1, 1 << 40, -(1 << 40)]]
+
+
+@pytest.mark.parametrize("engine", ["simt", "tensor"])
+def test_64_bit_shared_atomics_lane_by_lane(tmp_path, capsys, engine):
+    launch = {"grid": [1, 1, 1], "block": [4, 1, 1],
+              "args": [{"type": "s64*", "data": [0] * 4},
+                       {"type": "s64*", "data": [5, -(1 << 32), (1 << 32) + 1, -3]}]}
+    ref = _run(tmp_path, SHARED64, launch, "ref", capsys)
+    assert _run(tmp_path, SHARED64, launch, engine, capsys) == ref and ref[0] == 0
 
 
 def test_a_pair_atomic_whose_high_word_leaves_its_buffer_traps(tmp_path, capsys):

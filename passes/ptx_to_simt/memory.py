@@ -4,6 +4,7 @@ words, sub-word data one element per word), shared and parameter loads."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from xdsl.ir import Operation
 
@@ -34,9 +35,7 @@ class MemoryAccesses:
             return self.shared_memory(inst, guard, rest)
         if base == "atom":
             if space != "global" or len(rest) < 1 or \
-                    _atom_op(rest[0], t) is None and (rest[0], t) != ("add", "u64") \
-                    and not (rest[0] in _PER_WORD and t in WIDE) \
-                    and _pair_op(rest[0], t) is None \
+                    _atom_op(rest[0], t) is None and not _wide_atom(rest[0], t) \
                     or len(args) != (4 if rest[0] == "cas" else 3) \
                     or not _harmless(rest[1:]):
                 raise unsupported(inst, inst.opcode.data)
@@ -59,7 +58,8 @@ class MemoryAccesses:
                               f"not a multiple of {unit}")
         words = addr.offset // unit
         if t in WIDE:
-            return self.memory64(inst, guard, ptr, words, rest)
+            return self.memory64(inst, guard, _Words("global", ptr.vreg, words, ptr.prov, 1),
+                                 rest)
         if t in SUBWORD and base in ("ld", "st"):
             return self.memory_sub(inst, guard, ptr, words)
         if t not in WORD32:
@@ -146,46 +146,47 @@ class MemoryAccesses:
             ops += self.memory(one, guard)
         return ops
 
-    def memory64(self, inst: ptx.InstOp, guard: GuardAttr | None, ptr: Wide, words: int,
+    def memory64(self, inst: ptx.InstOp, guard: GuardAttr | None, at: _Words,
                  rest: list[str]) -> list[Operation]:
-        """64-bit global accesses as two words, low first; `atom.add.u64` adds
-        the low words, then the high words with each lane's carry (lanes in
-        order, so the carries are those of the running sum); exch, and, or
-        and xor are one atomic per word (the words do not interact); min, max
-        and cas one pair atomic on both words."""
+        """64-bit accesses as two words, low first (global or shared: `at`);
+        `atom.add.u64` adds the low words, then the high words with each
+        lane's carry (lanes in order, so the carries are those of the running
+        sum); exch, and, or and xor are one atomic per word (the words do not
+        interact); min, max and cas one pair atomic on both words."""
         base, args = inst.op.base, inst.operands_decoded
-        buf = ptr.prov
         dst = args[0] if base != "st" else None
         e = self.emitter(guard, dst.name if isinstance(dst, ptx.Reg) else None)
         if base == "st":
             lo, hi = self.pair_of(inst, e, args[1])
-            e.ops += [simt.StOp("global", ptr.vreg, words, lo, buf, guard),
-                      simt.StOp("global", ptr.vreg, words + 1, hi, buf, guard)]
+            e.ops += [simt.StOp(at.space, at.base, at.offset, lo, at.buffer, guard),
+                      simt.StOp(at.space, at.base, at.high, hi, at.buffer, guard)]
             return e.ops
         if not isinstance(dst, ptx.Reg) or self.bits(dst.name) != 64:
             raise unsupported(inst, inst.opcode.data)
         lo, hi = e.temp(), e.temp()
         if base == "ld":
-            e.ops += [simt.LdOp(lo, "global", ptr.vreg, words, buf, guard),
-                      simt.LdOp(hi, "global", ptr.vreg, words + 1, buf, guard)]
+            e.ops += [simt.LdOp(lo, at.space, at.base, at.offset, at.buffer, guard),
+                      simt.LdOp(hi, at.space, at.base, at.high, at.buffer, guard)]
             return self.set_int(inst, e, (lo, hi))
         v_lo, v_hi = self.pair_of(inst, e, args[2])
+
+        def atom(op: str, dst: RegAttr, offset: int, value, swap=None, high=None) -> None:
+            e.ops.append(simt.AtomOp(op, dst, at.space, at.base, offset, value, at.buffer,
+                                     guard, swap, high=high))
         if rest[0] in _PER_WORD:            # each word on its own, in lane order
-            e.ops += [simt.AtomOp(rest[0], lo, "global", ptr.vreg, words, v_lo, buf, guard),
-                      simt.AtomOp(rest[0], hi, "global", ptr.vreg, words + 1, v_hi, buf, guard)]
+            atom(rest[0], lo, at.offset, v_lo)
+            atom(rest[0], hi, at.high, v_hi)
             return self.set_int(inst, e, (lo, hi))
         pair = _pair_op(rest[0], inst.op.type)
         if pair is not None:                # min, max, cas: one atomic on both words
             s_lo, s_hi = self.pair_of(inst, e, args[3]) if pair == "cas" else (None, None)
-            e.ops.append(simt.AtomOp(pair, lo, "global", ptr.vreg, words, v_lo, buf, guard, s_lo,
-                                     high=(hi, v_hi, s_hi)))
+            atom(pair, lo, at.offset, v_lo, s_lo, (hi, v_hi, s_hi))
             return self.set_int(inst, e, (lo, hi))
         if rest[:1] != ["add"] or inst.op.type != "u64":
             raise unsupported(inst, inst.opcode.data)
-        e.ops.append(simt.AtomOp("add", lo, "global", ptr.vreg, words, v_lo, buf, guard))
+        atom("add", lo, at.offset, v_lo)
         _, carry = e.add_carry(lo, v_lo)
-        e.ops.append(simt.AtomOp("add", hi, "global", ptr.vreg, words + 1,
-                                 e.alu("add", [v_hi, carry]), buf, guard))
+        atom("add", hi, at.high, e.alu("add", [v_hi, carry]))
         return self.set_int(inst, e, (lo, hi))
 
     def memory_sub(self, inst: ptx.InstOp, guard: GuardAttr | None, ptr: Wide,
@@ -209,13 +210,13 @@ class MemoryAccesses:
         opc, args = inst.op, inst.operands_decoded
         base, t = opc.base, opc.type
         sub = t in SUBWORD and base in ("ld", "st")
-        wide = t in WIDE and base in ("ld", "st")
+        wide = t in WIDE and (base in ("ld", "st") or bool(rest) and _wide_atom(rest[0], t))
         if t not in WORD32 and not (base == "atom" and t in INT32) and not sub and not wide or \
                 len(opc.types) != 1:
             raise unsupported(inst, inst.opcode.data,
                               f"{ptx.TYPE_BITS.get(t or '', 0)}-bit shared accesses")
         atom = _atom_op(rest[0], t) if base == "atom" and rest else None
-        if base == "atom" and (atom is None or not _harmless(rest[1:]) or
+        if base == "atom" and ((atom is None and not wide) or not _harmless(rest[1:]) or
                                len(args) != (4 if rest[0] == "cas" else 3)) or \
                 base != "atom" and not _harmless(rest):
             raise unsupported(inst, inst.opcode.data)
@@ -239,7 +240,7 @@ class MemoryAccesses:
         if sub:
             return pre + self.shared_sub(inst, guard, reg, offset)
         if wide:
-            return pre + self.shared64(inst, guard, reg, offset)
+            return pre + self.memory64(inst, guard, _Words("shared", reg, offset, None, 4), rest)
         if base == "ld":
             return pre + self.load_word(inst, guard, lambda d: simt.LdOp(d, "shared", reg, offset,
                                                                          None, guard))
@@ -266,25 +267,6 @@ class MemoryAccesses:
         wide = self.emitter(e.guard, dst.name)
         wide.ops, wide.temps = e.ops, e.temps
         return self.set_int(inst, wide, (low, self.high_word(wide, low, t)))
-
-    def shared64(self, inst: ptx.InstOp, guard: GuardAttr | None, reg: RegAttr,
-                 offset: int) -> list[Operation]:
-        """A 64-bit shared load or store as two words, low first."""
-        args = inst.operands_decoded
-        if inst.op.base == "st":
-            e = Emitter(self.fresh, guard)
-            lo, hi = self.pair_of(inst, e, args[1])
-            e.ops += [simt.StOp("shared", reg, offset, lo, None, guard),
-                      simt.StOp("shared", reg, offset + 4, hi, None, guard)]
-            return e.ops
-        dst = args[0]
-        if not isinstance(dst, ptx.Reg) or self.bits(dst.name) != 64:
-            raise unsupported(inst, inst.opcode.data)
-        e = self.emitter(guard, dst.name)
-        lo, hi = e.temp(), e.temp()
-        e.ops += [simt.LdOp(lo, "shared", reg, offset, None, guard),
-                  simt.LdOp(hi, "shared", reg, offset + 4, None, guard)]
-        return self.set_int(inst, e, (lo, hi))
 
     def shared_sub(self, inst: ptx.InstOp, guard: GuardAttr | None, reg: RegAttr,
                    offset: int) -> list[Operation]:
@@ -350,6 +332,25 @@ def _atom_op(name: str, t: str | None) -> str | None:
 
 
 _VECTORS = ("v2", "v4", "v8")
+
+
+@dataclass(frozen=True)
+class _Words:
+    """Where a 64-bit access's two words are: its space, base register,
+    offset (words of a global buffer, bytes of the shared window), buffer,
+    and the offset step to the high word."""
+
+    space: str
+    base: RegAttr | None
+    offset: int
+    buffer: int | None
+    step: int
+
+    @property
+    def high(self) -> int:
+        return self.offset + self.step
+
+
 #: 64-bit atomics whose words change independently: one 32-bit atomic per word
 _PER_WORD = ("exch", "and", "or", "xor")
 
@@ -359,6 +360,13 @@ def _pair_op(name: str, t: str | None) -> str | None:
     if name in ("min", "max") and t in ("s64", "u64"):
         return f"{name}.{t[0]}"
     return "cas" if name == "cas" and t in WIDE else None
+
+
+def _wide_atom(name: str, t: str | None) -> bool:
+    """A 64-bit atomic the machine runs: a 32-bit atomic per word (with the
+    carry for add.u64) or one pair atomic."""
+    return t in WIDE and (name in _PER_WORD or _pair_op(name, t) is not None
+                          or (name, t) == ("add", "u64"))
 
 
 def _harmless(mods: Sequence[str]) -> bool:
