@@ -151,7 +151,7 @@ def prompt_ids(model_dir: str | Path, ptx_path: str | Path,
     layout = memory_layout(kernel, launch)
     entered = Residency(make_warps(launch, 0, 0), vocab.warps).admit(lambda warp: False)
     tokens = prompt(initial_memory(layout) |
-                    launch_area(specials_read(kernel), launch, layout, entered))
+                    launch_area(specials_read(kernel), launch, layout, entered, vocab))
     tokens.append(P.Token("EXEC", w=entered[0][0], b=0))
     return [info["base_vocab"] + vocab.id_of(t) for t in tokens]
 

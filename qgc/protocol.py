@@ -18,10 +18,12 @@ model). Five kinds, each with its fields (docs/machine.md, "Token protocol"):
   of the block, its lowest lane. The launch stops there.
 
 A record writes one word of machine state (`ADDRESS_BITS` = 10): addresses
-below 512 are the machine memory (`MAX_MEMORY_WORDS` of them usable),
-512–639 the launch area (the launch's geometry and each warp's control words,
-`LaunchArea`), 768–895 the registers of the executing warp
-(`768 + 32·lane + register`).
+below 512 are the machine memory (508 of them usable), 512–639 the launch
+area (the launch's geometry and each warp's control words, `LaunchArea`),
+768–895 the registers of the executing warp (`768 + 32·lane + register`). A
+kernel whose memory takes more than four banks has wider record addresses
+(`Vocabulary.address_bits`, 11 or 12: up to `MAX_MEMORY_WORDS`), the launch
+area and the registers moving up with the top two bits.
 
 The launch prompt is records (the initial memory and launch area); after each
 `EXEC` the model's greedy continuation is the step's records (stores,
@@ -58,9 +60,11 @@ ADDRESS_BITS = 10
 LAUNCH_AREA = 512
 REGISTER_AREA = 768
 #: Words of a memory bank: the rows of one memory head (its 128th row stays
-#: unwritten); a record can address four banks.
+#: unwritten); a 10-bit record address reaches four banks, a 12-bit one 16.
 BANK_WORDS = 127
-MAX_MEMORY_WORDS = 4 * BANK_WORDS
+KEY_BITS = 7
+MAX_BANK_BITS = 4
+MAX_MEMORY_WORDS = BANK_WORDS << MAX_BANK_BITS
 #: Registers a lane may have at this level (keys warp + 8·register stay
 #: below the memory head's reserved slot 127).
 MAX_REGISTERS = 15
@@ -79,6 +83,12 @@ def kernel_fingerprint(kernel: object) -> str:
 
 def register_address(lane: int, register: int) -> int:
     return REGISTER_AREA + 32 * lane + register
+
+
+def address_bits_for(bank_bits: int) -> int:
+    """The record address width of a memory of 2^bank_bits banks: the
+    memory below the top bit, the launch area and registers above."""
+    return max(ADDRESS_BITS, KEY_BITS + bank_bits + 1)
 
 
 class LaunchArea:
@@ -140,6 +150,19 @@ class Vocabulary:
     warps: int
     ports: tuple[tuple[int, ...], ...] = ()
     sites: int = 0
+    #: bits of a record address (`address_bits_for` the kernel's memory banks)
+    address_bits: int = ADDRESS_BITS
+
+    @property
+    def launch_area(self) -> int:
+        return 1 << (self.address_bits - 1)
+
+    @property
+    def register_area(self) -> int:
+        return 3 << (self.address_bits - 2)
+
+    def register_address(self, lane: int, register: int) -> int:
+        return self.register_area + 32 * lane + register
 
     @property
     def site_bits(self) -> int:
@@ -155,7 +178,7 @@ class Vocabulary:
 
     @cached_property
     def _offsets(self) -> dict[str, int]:
-        sizes = {"A": self.records << ADDRESS_BITS, "D": BYTES * 2 * 256,
+        sizes = {"A": self.records << self.address_bits, "D": BYTES * 2 * 256,
                  "EXEC": self.warps * self.blocks, "END": 2 * self.blocks + 1,
                  "TRAP": self.sites * LANES}
         out, at = {}, 0
@@ -172,7 +195,7 @@ class Vocabulary:
     def id_of(self, t: Token) -> int:
         base = self._offsets[t.kind]
         if t.kind == "A":
-            return base + (t.k << ADDRESS_BITS) + t.a
+            return base + (t.k << self.address_bits) + t.a
         if t.kind == "D":
             return base + ((t.j * 2 + t.top) << 8) + t.v
         if t.kind == "EXEC":
@@ -191,7 +214,8 @@ class Vocabulary:
                 r = token_id - base
                 break
         if kind == "A":
-            return Token("A", k=r >> ADDRESS_BITS, a=r & ((1 << ADDRESS_BITS) - 1))
+            return Token("A", k=r >> self.address_bits,
+                         a=r & ((1 << self.address_bits) - 1))
         if kind == "D":
             return Token("D", j=(r >> 8) // 2, top=(r >> 8) % 2, v=r & 255)
         if kind == "EXEC":
@@ -207,14 +231,18 @@ class Vocabulary:
     # ------------------------------------------------------------ serialised forms
     def to_json(self) -> dict[str, Any]:
         """The vocabulary as JSON fields (layers files, checkpoints); `size` is
-        derived, written for readers."""
+        derived, written for readers; `address_bits` only when it is not the
+        10 of a memory of four banks or fewer."""
+        wide = {"address_bits": self.address_bits} if self.address_bits != ADDRESS_BITS else {}
         return {"records": self.records, "blocks": self.blocks, "warps": self.warps,
-                "sites": self.sites, "ports": [list(p) for p in self.ports], "size": self.size}
+                "sites": self.sites, "ports": [list(p) for p in self.ports], **wide,
+                "size": self.size}
 
     @classmethod
     def from_json(cls, fields: dict[str, Any]) -> Vocabulary:
         return cls(fields["records"], fields["blocks"], fields["warps"],
-                   ports=tuple(tuple(p) for p in fields["ports"]), sites=fields.get("sites", 0))
+                   ports=tuple(tuple(p) for p in fields["ports"]), sites=fields.get("sites", 0),
+                   address_bits=fields.get("address_bits", ADDRESS_BITS))
 
     def to_attr(self) -> builtin.DictionaryAttr:
         """The JSON fields (less `size`) as the dictionary attribute a
@@ -246,7 +274,7 @@ class Vocabulary:
             "is_top": [top], "is_record": [kind["A"] | is_d],
             "reads_outbox": [kind["A"] | is_d | kind["EXEC"]],
             "rec_k": onehot(t.k if t.kind == "A" else None, self.records),
-            "rec_a": bits(t.a if t.kind == "A" else 0, ADDRESS_BITS),
+            "rec_a": bits(t.a if t.kind == "A" else 0, self.address_bits),
             "stage_byte": [int(is_d and t.j == i) for i in range(BYTES - 1)],
             "read_byte": [int(top and i < t.j) for i in range(BYTES - 1)],
             "own_word": own,
@@ -269,7 +297,7 @@ class Vocabulary:
         return {
             "next_kind": [int(t.kind == k) for k in KINDS],
             "next_k": onehot(t.k if is_a else None, self.records),
-            "next_a": bits(t.a if is_a else 0, ADDRESS_BITS),
+            "next_a": bits(t.a if is_a else 0, self.address_bits),
             "next_j": onehot(t.j if is_d else None, BYTES),
             "next_top": [int(is_d and t.top)],
             "next_v": bits(t.v if is_d else 0, 8),

@@ -56,8 +56,8 @@ def token_fields(vocab: P.Vocabulary) -> TokenFields:
         where = kind == P.KINDS.index(kind_name)
         fields[name][where] = value[where]
 
-    put("A", "k", r >> P.ADDRESS_BITS)
-    put("A", "a", r & ((1 << P.ADDRESS_BITS) - 1))
+    put("A", "k", r >> vocab.address_bits)
+    put("A", "a", r & ((1 << vocab.address_bits) - 1))
     put("D", "j", (r >> 8) // 2)
     put("D", "top", (r >> 8) % 2)
     put("D", "v", r & 255)
@@ -92,7 +92,7 @@ def code_bits(vocab: P.Vocabulary, t: TokenFields) -> np.ndarray:
     parts = {
         "next_kind": onehot(t.kind, np.ones_like(is_a), len(P.KINDS)),
         "next_k": onehot(t.k, is_a, vocab.records),
-        "next_a": bits(t.a, P.ADDRESS_BITS),
+        "next_a": bits(t.a, vocab.address_bits),
         "next_j": onehot(t.j, is_d, P.BYTES),
         "next_top": flag(is_d & (t.top == 1)),
         "next_v": bits(t.v, 8),
@@ -121,7 +121,7 @@ def input_bits(vocab: P.Vocabulary) -> dict[str, np.ndarray]:
         "is_a": flag(is_a), "is_d": flag(is_d), "is_exec": flag(is_exec), "is_top": flag(top),
         "is_record": flag(is_a | is_d), "reads_outbox": flag(is_a | is_d | is_exec),
         "rec_k": onehot(t.k, is_a, vocab.records),
-        "rec_a": bits(t.a, P.ADDRESS_BITS),
+        "rec_a": bits(t.a, vocab.address_bits),
         "stage_byte": (is_d[:, None] & (t.j[:, None] == byte)).astype(np.int64),
         "read_byte": (top[:, None] & (byte < t.j[:, None])).astype(np.int64),
         "own_word": own_word,

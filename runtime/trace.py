@@ -121,10 +121,11 @@ def initial_memory(layout) -> dict[int, int]:
     return dict(enumerate(layout.words[:layout.total]))
 
 
-def launch_area(used: set[str], launch: Launch, layout, entered) -> dict[int, int]:
+def launch_area(used: set[str], launch: Launch, layout, entered,
+                vocab: P.Vocabulary) -> dict[int, int]:
     """The record address → word of the launch area of the warps that
     `entered` their slots: (slot, warp) pairs."""
-    return {P.LAUNCH_AREA + P.LaunchArea.slot(slot, name): v
+    return {vocab.launch_area + P.LaunchArea.slot(slot, name): v
             for slot, w in entered for name, v in warp_words(used, launch, layout, w).items()}
 
 
@@ -200,7 +201,7 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
         for w in [w for w in block if w not in resident]:   # their CTAs have left
             del block[w]
         block.update((w, 0) for _, w in entered)
-        return launch_area(used, launch, layout, entered)
+        return launch_area(used, launch, layout, entered, vocab)
 
     machine = stepper if hasattr(stepper, "continue_with") else TokenMachine(stepper)
     stream: list[P.Token] = []

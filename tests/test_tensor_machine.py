@@ -152,7 +152,8 @@ def vector_add_launch(n: int):
     return load_launch(launch, "launch.json")
 
 
-@pytest.mark.parametrize("n, words", [(8, 127), (80, 254), (150, 508)])
+@pytest.mark.parametrize("n, words", [(8, 127), (80, 254), (150, 508), (250, 1016),
+                                      (400, 2032)])
 def test_memory_takes_the_banks_the_launch_needs(n, words):
     """`apply_for_launch`: the fewest whole banks of 127 words that hold the
     launch (10 words of parameters and bounds, then three buffers of n)."""
@@ -166,11 +167,28 @@ def test_memory_takes_the_banks_the_launch_needs(n, words):
     assert len(banks) == words // 127
 
 
-def test_a_launch_past_four_banks_names_the_limit():
+def test_256_threads_in_eight_banks_and_wider_record_addresses():
+    """A launch of 256 threads (8 CTAs of 32) over 778 words: seven banks,
+    11-bit record addresses (the launch area at 1024, registers at 1536),
+    and the tensor engine's buffers are `ref`'s."""
+    launch = vector_add_launch(256)
+    launch.grid, launch.block = (8, 1, 1), (32, 1, 1)
     ctx, module = driver.load(str(EXAMPLES / "vector_add" / "vector_add.ptx"))
-    with pytest.raises(LaunchError, match=r"the launch needs 610 words of machine memory .*"
-                                          r"the machine has 508 \(option mem-words\)"):
-        driver.apply_for_launch(ctx, module, LOWER_TO_TENSOR, vector_add_launch(200))
+    ref = run_ref(driver.load(str(EXAMPLES / "vector_add" / "vector_add.ptx"))[1], launch,
+                  warp_size=4)
+    driver.apply_for_launch(ctx, module, LOWER_TO_TENSOR, launch)
+    (program,) = tensor.programs_of(module)
+    vocab = vocabulary_of(program)
+    assert vocab.address_bits == 11 and vocab.launch_area == 1024
+    result = run_trace(pick_kernel(module, None), vocab, launch, tensor_stepper(program, vocab))
+    assert result.buffers == ref.buffers
+
+
+def test_a_launch_past_sixteen_banks_names_the_limit():
+    ctx, module = driver.load(str(EXAMPLES / "vector_add" / "vector_add.ptx"))
+    with pytest.raises(LaunchError, match=r"the launch needs 2110 words of machine memory .*"
+                                          r"the machine has 2032 \(option mem-words\)"):
+        driver.apply_for_launch(ctx, module, LOWER_TO_TENSOR, vector_add_launch(700))
 
 
 def test_cli_mem_words_option(capsys):
@@ -179,8 +197,8 @@ def test_cli_mem_words_option(capsys):
     assert main([dot, "--mem-words", "254", "--emit", "tensor"]) == 0
     out = capsys.readouterr().out
     assert "mem_words 254" in out and re.search(r"tensor.memory @mem_\d+_b1 slots 127", out)
-    assert main([dot, "--mem-words", "509", "--emit", "tensor"]) == 2
-    assert "error: --mem-words must be 1..508, got 509" in capsys.readouterr().err
+    assert main([dot, "--mem-words", "2033", "--emit", "tensor"]) == 2
+    assert "error: --mem-words must be 1..2032, got 2033" in capsys.readouterr().err
 
 
 def _faulting(name: str, change) -> tuple:

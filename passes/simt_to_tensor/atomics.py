@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
-from qgc import protocol as P
 from qgc.dialects import simt
 from qgc.passes.simt_to_tensor.step_values import WORD, Record, Write, unsupported
 
@@ -61,7 +60,8 @@ class Atomics:
                 if op.swap is not None else None
             new = self.pair_result(op.op.data, old, value, swap)
             for w, word in zip((where, high), new, strict=True):
-                records.append(Record(ens[ln], self.zext(w[ln][0], P.ADDRESS_BITS), word))
+                records.append(Record(ens[ln], self.zext(w[ln][0], self.vocab.address_bits),
+                                      word))
                 self.pending.append(Write(w[ln][2], w[ln][0], ens[ln], word))
             self.define(regs, ln, op.dst, old[0], g)
             self.define(regs, ln, op.dst_hi, old[1], g)

@@ -53,7 +53,8 @@ class Lowering(Gates, StateHeads, Registers, Blocks, LaneControl, WarpOps,
                       for bl in self.blocks)
         records = max([self._record_count(bl) for bl in self.blocks] + [1])
         self.sites = {op: i for i, op in enumerate(self.kernel.memory_sites())}
-        self.vocab = P.Vocabulary(records, len(self.blocks), self.warps, ports, len(self.sites))
+        self.vocab = P.Vocabulary(records, len(self.blocks), self.warps, ports, len(self.sites),
+                                  P.address_bits_for(self.bank_bits))
         self.b = T.ProgramBuilder(f"{self.kernel.kernel_name}_step")
         self.alu = self.common_alu = Alu(self.b)
         widths = {name: len(v) for name, v in self.vocab.inputs(P.Token("END")).items()}
@@ -68,7 +69,7 @@ class Lowering(Gates, StateHeads, Registers, Blocks, LaneControl, WarpOps,
             raise DiagnosticException(
                 f"{location_prefix(k)}error: kernel '{k.kernel_name}' has "
                 f"{k.mem_words.value.data} memory words; the tensor level holds "
-                f"{P.MAX_MEMORY_WORDS} ({P.MAX_MEMORY_WORDS // SLOTS} banks of {SLOTS}; "
+                f"{P.MAX_MEMORY_WORDS} ({1 << P.MAX_BANK_BITS} banks of {SLOTS}; "
                 f"option mem-words of convert-ptx-to-simt)")
         if not 1 <= self.warps <= MAX_WARPS:
             raise DiagnosticException(f"error: convert-simt-to-tensor: max-warps must be "

@@ -108,7 +108,7 @@ class MemoryAccess:
             self.lower_atom_pair(op, regs, records, guards, where, high, ens)
             return
         keys = [w[0] for w in where]
-        rec_addr = [self.zext(keys[ln], P.ADDRESS_BITS) for ln in lanes]
+        rec_addr = [self.zext(keys[ln], self.vocab.address_bits) for ln in lanes]
         if isinstance(op, simt.LdOp):
             values = [self.load(keys[ln], ens[ln], where[ln][2]) for ln in lanes]
             for ln in lanes:

@@ -25,7 +25,8 @@ class Outbox:
         and its write for its value: the values, read by an early key, are
         written as soon as they are known rather than held for the rest."""
         b, R = self.b, self.vocab.records
-        invalid = Record(self.const(0, 1), self.const(0, P.ADDRESS_BITS), self.const(0, WORD))
+        invalid = Record(self.const(0, 1), self.const(0, self.vocab.address_bits),
+                         self.const(0, WORD))
         chosen = [[(recs + control)[k] if k < len(recs + control) else invalid
                    for recs in step_records] for k in range(R)]
         valid_now = [self.by_block([r.valid for r in rs]) for rs in chosen]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from xdsl.dialects import builtin
 from xdsl.ir import Block, SSAValue
 
-from qgc import protocol as P
 from qgc.dialects import simt
 from qgc.dialects import tensor as T
 from qgc.passes.simt_to_tensor.step_values import PREDS, WORD, Record, Reg
@@ -81,7 +80,8 @@ class Registers:
         out = []
         for r in self.written_live_out(block):
             for ln in range(simt.LANES):
-                address = self.const(P.register_address(ln, r.index.data), P.ADDRESS_BITS)
+                address = self.const(self.vocab.register_address(ln, r.index.data),
+                                     self.vocab.address_bits)
                 valid, value = self.record_of(regs[ln][r], ln, r)
                 out.append(Record(valid, address, value))
         return out

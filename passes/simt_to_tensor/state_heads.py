@@ -19,9 +19,10 @@ class StateHeads:
         """Layer 0: the record's address and lower bytes, the warp of the
         step; the commit and where it goes."""
         b, R = self.b, self.vocab.records
-        first = min(R, T.MAX_MEMORY_WIDTH - P.ADDRESS_BITS)
+        n = self.vocab.address_bits
+        first = min(R, T.MAX_MEMORY_WIDTH - n)
         rec_k = self.inp["rec_k"]
-        b.memory("stage_a", 1, first + P.ADDRESS_BITS)
+        b.memory("stage_a", 1, first + n)
         b.kv_write("stage_a", "onehot", self.bit("is_a"),
                    b.concat([rec_k if first == R else b.slice(rec_k, 0, first),
                              self.inp["rec_a"]]))
@@ -33,7 +34,8 @@ class StateHeads:
             b.kv_write(f"stage_k{j + 1}", "onehot", self.bit("is_a"), b.slice(rec_k, lo, hi))
             pieces.append(b.kv_read(f"stage_k{j + 1}", "onehot", self.bit("is_d")))
         self.staged_k = pieces[0] if len(pieces) == 1 else b.concat(pieces)
-        addr = self.bits_of(b.slice(staged, first, first + P.ADDRESS_BITS))
+        addr = self.bits_of(b.slice(staged, first, first + n))
+        state, regs = addr[n - 1], addr[n - 2]     # not memory; registers, not launch area
         b.memory("stage_w", 1, WARP_KEY_BITS)
         b.kv_write("stage_w", "onehot", self.bit("is_exec"), self.exec_warp())
         staged_w = b.kv_read("stage_w", "onehot", self.bit("is_top"))
@@ -50,12 +52,12 @@ class StateHeads:
         top, k = self.bit("is_top"), self.bank_bits
         self.commit_key = b.concat(addr[:KEY_BITS])
         self.commit_mem_key = b.concat(addr[k:k + KEY_BITS])
-        self.commit_mem = [self.gate([top] + ones, [addr[9]] + zeros)
+        self.commit_mem = [self.gate([top] + ones, [state] + zeros)
                            for ones, zeros in (split_bits(addr[:k], bank)
                                                for bank in range(1 << k))]
-        self.commit_launch = self.gate([top, addr[9]], [addr[8]])
+        self.commit_launch = self.gate([top, state], [regs])
         self.commit_reg_key = b.concat([staged_w, *addr[:4]])
-        self.commit_reg = [self.gate([top, addr[9], addr[8]] + ones, zeros)
+        self.commit_reg = [self.gate([top, state, regs] + ones, zeros)
                            for ones, zeros in (split_bits(addr[5:7], ln)
                                                for ln in range(simt.LANES))]
 
@@ -144,4 +146,5 @@ class StateHeads:
         """The record address of the executing warp's launch-area word:
         LAUNCH_AREA + 16·w + field, a view of the warp bits."""
         return self.b.concat([self.const(LA.FIELDS.index(what), 4), self.exec_warp(),
-                              self.const(P.LAUNCH_AREA >> 7, P.ADDRESS_BITS - 7)])
+                              self.const(self.vocab.launch_area >> 7,
+                                         self.vocab.address_bits - 7)])

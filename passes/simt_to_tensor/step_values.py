@@ -14,7 +14,7 @@ from qgc.diagnostics import location_prefix
 
 WORD = 32
 SLOTS = P.BANK_WORDS           # rows of a memory head (slot 127 keeps the query exact)
-KEY_BITS = 7
+KEY_BITS = P.KEY_BITS
 WARP_KEY_BITS = 3
 END_BITS = P.BLOCK_BITS + 2            # next block, exited, barrier
 MAX_WARPS = 8
@@ -40,7 +40,7 @@ class Reg:
 @dataclass
 class Record:
     valid: SSAValue
-    address: SSAValue          # P.ADDRESS_BITS bits
+    address: SSAValue          # Vocabulary.address_bits bits
     value: SSAValue            # 32 bits
 
 
