@@ -3,7 +3,7 @@ docs/machine.md): the step program (threshold ops, neurons, memory heads,
 register ports, record slots), the GPU vocabulary, the launch on the ideal
 `tensor` engine (tokens, EXEC steps, whether its buffers equal the `simt`
 engine's), the lowering time, and the layer schedule on the 2B shape or the
-limit it exceeds (layers and residual coordinates used). `python scripts/tensor_resources.py [NAME-FILTER]`."""
+limit it exceeds (layers and residual coordinates used). `python scripts/tensor_resources.py [NAME-REGEX]`."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def main() -> int:
           "| vocabulary | tokens | EXEC steps | = simt | lowering | 2B schedule |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
     for name, ptx, launch in launches():
-        if only not in name:
+        if not re.search(only, name):
             continue
         line = row(name, ptx, launch)
         if line:

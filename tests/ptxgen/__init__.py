@@ -34,7 +34,8 @@ Families (FAMILIES):
   branch  divergent if/else (`@%p bra`, `@!%p bra`, `bra.uni`), bounded loops with
           data-dependent trip counts (<= 8), registers reassigned in branches and
           loops, stores in branches, early `ret`
-  shared  a `.shared` array: every thread writes its slot, `bar.sync 0`, reads a
+  shared  a `.shared` array of words, halfwords or bytes (packed: neighbours store
+          into one word): every thread writes its slot, `bar.sync 0`, reads a
           neighbour's ((tid + k) % ntid) or a fixed slot; one or two rounds;
           32-bit (`mov.u32 %r, smem`) and 64-bit shared addresses
   atomic  atom.global.{add,min,max,and,or,xor} with lane conflicts (word tid % k or

@@ -38,32 +38,40 @@ from ptxgen.values import data, raw32
 # ========================================================= family: shared
 
 
-def _shared_slot(k: Kernel, smem: Sym, index: Reg, wide: bool) -> Reg:
-    """The shared address of word `index` of smem (32-bit or 64-bit addressing)."""
+#: shared element types by size: words, halfwords and bytes (packed, so
+#: neighbouring threads store into one word)
+_ELEMENT = {4: "u32", 2: "u16", 1: "u8"}
+
+
+def _shared_slot(k: Kernel, smem: Sym, index: Reg, wide: bool, size: int = 4) -> Reg:
+    """The shared address of element `index` (of `size` bytes) of smem
+    (32-bit or 64-bit addressing)."""
     if wide:
         base, offset, addr = k.reg("b64"), k.reg("b64"), k.reg("b64")
         k.emit("mov", (), "u64", base, smem)
-        k.emit("mul", "wide", "u32", offset, index, small_imm(4))
+        k.emit("mul", "wide", "u32", offset, index, small_imm(size))
         k.emit("add", (), "s64", addr, base, offset)
     else:
         base, offset, addr = k.reg("b32"), k.reg("b32"), k.reg("b32")
         k.emit("mov", (), "u32", base, smem)
-        k.emit("shl", (), "b32", offset, index, small_imm(2))
+        k.emit("shl", (), "b32", offset, index, small_imm(size.bit_length() - 1))
         k.emit("add", (), "s32", addr, base, offset)
     return addr
 
 
-def _shared_read(draw, k: Kernel, pool: Pool, ids: ThreadIds, smem: Sym, wide: bool) -> None:
+def _shared_read(draw, k: Kernel, pool: Pool, ids: ThreadIds, smem: Sym, wide: bool,
+                 size: int = 4) -> None:
     value = k.reg("b32")
     if one_in(draw, 4):  # a fixed slot, addressed by symbol
         slot = draw(st.integers(0, k.block - 1))
-        k.emit("ld", "shared", "u32", value, Mem(smem, 4 * slot))
+        k.emit("ld", "shared", _ELEMENT[size], value, Mem(smem, size * slot))
     else:  # the neighbour (tid + d) % ntid
         d = draw(st.integers(0, 2 * MAX_THREADS))
         t, neighbour = k.reg("b32"), k.reg("b32")
         k.emit("add", (), "s32", t, ids.tid, small_imm(d))
         k.emit("rem", (), "u32", neighbour, t, ids.ntid)
-        k.emit("ld", "shared", "u32", value, Mem(_shared_slot(k, smem, neighbour, wide)))
+        k.emit("ld", "shared", _ELEMENT[size], value,
+               Mem(_shared_slot(k, smem, neighbour, wide, size)))
     pool.b32.append(value)
 
 
@@ -76,16 +84,17 @@ def shared_programs(draw, limits: Limits = DEFAULT_LIMITS) -> GeneratedProgram:
     out_addr, out_ty = int_buffers(draw, k, ids, draw(st.integers(1, 2)), outputs, pool)
     smem = k.shared_array(k.block, module_scope=draw(st.booleans()), typed=draw(st.booleans()))
     wide = draw(st.booleans())
-    own = _shared_slot(k, smem, ids.tid, wide)
+    size = draw(st.sampled_from(sorted(_ELEMENT)))
+    own = _shared_slot(k, smem, ids.tid, wide, size)
     for round_ in range(draw(st.integers(1, 2))):
         for _ in range(draw(st.integers(0, 2))):
             int_op(draw, k, pool)
         if round_:
             k.emit("bar", "sync", (), small_imm(0))  # everyone has read the last round
-        k.emit("st", "shared", "u32", Mem(own), pick(draw, pool.b32))
+        k.emit("st", "shared", _ELEMENT[size], Mem(own), pick(draw, pool.b32))
         k.emit("bar", "sync", (), small_imm(0))
         for _ in range(draw(st.integers(1, 2))):
-            _shared_read(draw, k, pool, ids, smem, wide)
+            _shared_read(draw, k, pool, ids, smem, wide, size)
         for _ in range(draw(st.integers(0, 2))):
             int_op(draw, k, pool)
         j = draw(st.integers(0, outputs - 1))
