@@ -132,7 +132,7 @@ class _Overflow(ScheduleError):
 def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -> None:
     """Place every op, then allocate coordinates, trying the margins of
     `_BUDGETS` in turn: the first schedule that fits within
-    `_LAYER_GOAL` layers stays, else the fitting one with the fewest layers;
+    `LAYER_GOAL` layers stays, else the fitting one with the fewest layers;
     when none fits, the error of the one that came closest."""
     fits: list[tuple[int, int]] = []            # (layers, index of the budget)
     closest: _Overflow | None = None
@@ -151,7 +151,7 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
                 closest = err if closest is None or err.need < closest.need else closest
                 held = None
                 continue
-            if program.limit("layers") <= _LAYER_GOAL:
+            if program.limit("layers") <= LAYER_GOAL:
                 return
             fits.append((program.limit("layers"), n))
             held = n
@@ -302,7 +302,7 @@ _BUDGETS = (_Budget(40), _Budget(150), _Budget(300), _Budget(40, strict=True), _
 #: The coordinates a burst leaves to the flag, the pads and the allocator.
 _BURST_SLACK = 68
 #: The layer count a schedule should stay within (the published design's).
-_LAYER_GOAL = 45
+LAYER_GOAL = 45
 
 #: An MLP half keeps 1/16 of its neurons from the list scheduler, for the
 #: clears that let a later read (which writes onto −1) take a dead coordinate.

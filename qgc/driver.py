@@ -133,14 +133,14 @@ def apply(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
           dumps: DumpOptions | None = None, timing: Timing | None = None,
           verify_each: bool = True) -> None:
     """Run `pipeline` (passes, or their text as `-p` takes it) on `module`,
-    verifying after every pass or (`verify_each=False`) after the last."""
-    passes = PassPipeline(pipeline) if isinstance(pipeline, tuple) else parse_pipeline(pipeline)
-    try:
-        run_pipeline(ctx, module, passes, dumps, timing, verify_each)
-    except VerifyException as err:   # a pass left IR that does not verify
-        raise QgcError(verify_diagnostic(module, err), status=2) from None
-    except DiagnosticException as err:
-        raise QgcError(at_op(None, str(err).strip()), status=2) from None
+    verifying after every pass or (`verify_each=False`) after the last; a
+    schedule past the layer goal is tried again with blocks of one product
+    each (`fit_layers`)."""
+    passes = _passes(pipeline)
+
+    def run(target: builtin.ModuleOp, part: Passes) -> None:
+        _run(ctx, target, part, dumps, timing, verify_each)
+    fit_layers(module, passes, run, run)
 
 
 def apply_for_launch(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
@@ -150,18 +150,91 @@ def apply_for_launch(ctx: Context, module: builtin.ModuleOp, pipeline: str | Pas
     memory `launch` needs: the machine passes run with all the memory the
     tensor level holds, then the launched kernel keeps the fewest memory banks
     that hold the launch's words (the rest of `pipeline` lowers it)."""
-    passes = pipeline if isinstance(pipeline, tuple) else parse_pipeline(pipeline).passes
-    machine = up_to(passes, "convert-simt-to-tensor")
-    if not has_pass(machine, "convert-ptx-to-simt"):
+    passes = _passes(pipeline)
+    if not has_pass(up_to(passes, "convert-simt-to-tensor"), "convert-ptx-to-simt"):
         apply(ctx, module, passes, dumps, timing, verify_each)
         return
-    apply(ctx, module, with_options(machine, "convert-ptx-to-simt",
-                                    mem_words=protocol.MAX_MEMORY_WORDS), dumps, timing,
-          verify_each)
-    kernel = pick_kernel(module, launch.kernel)    # a launch past 508 words is refused here
-    kernel.set_limit("mem_words", banked_words(memory_layout(kernel, launch).total))
-    if rest := from_pass(passes, "convert-simt-to-tensor"):
-        apply(ctx, module, rest, dumps, timing, verify_each)
+
+    def run(target: builtin.ModuleOp, part: Passes) -> None:
+        _run(ctx, target, with_options(up_to(part, "convert-simt-to-tensor"),
+                                       "convert-ptx-to-simt",
+                                       mem_words=protocol.MAX_MEMORY_WORDS), dumps, timing,
+             verify_each)
+        kernel = pick_kernel(target, launch.kernel)    # a launch past the memory is refused here
+        kernel.set_limit("mem_words", banked_words(memory_layout(kernel, launch).total))
+        if rest := from_pass(part, "convert-simt-to-tensor"):
+            _run(ctx, target, rest, dumps, timing, verify_each)
+
+    def run_rest(target: builtin.ModuleOp, part: Passes) -> None:
+        _run(ctx, target, part, dumps, timing, verify_each)
+    fit_layers(module, passes, run, run_rest)
+
+
+def fit_layers(module: builtin.ModuleOp, passes: Passes, run, run_rest) -> None:
+    """`run(module, passes)`, but where `simt-form-blocks` may put several
+    products in a block (`max-products=0`) and the tensor schedule then takes
+    more than `LAYER_GOAL` layers or does not fit: the passes through the
+    schedule run again on the input with `max-products=1` (each block's
+    multipliers no longer run side by side, at the price of more steps), the
+    schedule with fewer layers stays, and `run_rest` runs what follows it."""
+    from qgc.dialects import tensor
+    from qgc.passes.tensor_schedule_layers import LAYER_GOAL
+
+    if not any(p.name == "simt-form-blocks" and not p.max_products for p in passes) or \
+            not has_pass(passes, "tensor-schedule-layers"):
+        run(module, passes)
+        return
+    head = up_to(passes, "tensor-schedule-layers", inclusive=True)
+    original, failure = module.clone(), None
+    try:
+        run(module, head)
+    except QgcError as err:
+        if not tensor.programs_of(module):       # not the schedule: no second try helps
+            raise
+        failure = err
+    layers = None if failure else _layers(module)
+    if failure or layers > LAYER_GOAL:
+        retry = original
+        try:
+            run(retry, with_options(head, "simt-form-blocks", max_products=1))
+            if failure or _layers(retry) < layers:
+                replace_contents(module, retry)
+                failure = None
+        except QgcError:
+            pass
+    if failure:
+        raise failure
+    if rest := passes[len(head):]:
+        run_rest(module, rest)
+
+
+def _layers(module: builtin.ModuleOp) -> int:
+    from qgc.dialects import tensor
+    return max(p.limit("layers") or 0 for p in tensor.programs_of(module))
+
+
+def replace_contents(module: builtin.ModuleOp, other: builtin.ModuleOp) -> None:
+    """`module` holds what `other` holds (which is left empty)."""
+    for op in list(module.ops):
+        op.detach()
+        op.erase()
+    for op in list(other.ops):
+        op.detach()
+        module.body.block.add_op(op)
+
+
+def _passes(pipeline: str | Passes) -> Passes:
+    return pipeline if isinstance(pipeline, tuple) else parse_pipeline(pipeline).passes
+
+
+def _run(ctx: Context, module: builtin.ModuleOp, passes: Passes, dumps: DumpOptions | None,
+         timing: Timing | None, verify_each: bool) -> None:
+    try:
+        run_pipeline(ctx, module, PassPipeline(passes), dumps, timing, verify_each)
+    except VerifyException as err:   # a pass left IR that does not verify
+        raise QgcError(verify_diagnostic(module, err), status=2) from None
+    except DiagnosticException as err:
+        raise QgcError(at_op(None, str(err).strip()), status=2) from None
 
 
 def print_ir(module: builtin.ModuleOp, stream: IO[str], debuginfo: bool = False) -> None:

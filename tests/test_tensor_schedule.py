@@ -141,7 +141,7 @@ def test_schedule_keeps_the_budget_with_the_fewest_layers(monkeypatch):
 
     tight, loose = S._Budget(40), S._Budget(900)
     alone = {b: layers_with((b,)) for b in (tight, loose)}
-    monkeypatch.setattr(S, "_LAYER_GOAL", 0)
+    monkeypatch.setattr(S, "LAYER_GOAL", 0)
     for order in ((tight, loose), (loose, tight)):
         assert layers_with(order) == min(alone.values())
 
@@ -365,5 +365,61 @@ def test_a_stalled_schedule_bursts(monkeypatch):
         return program.limit("layers")
 
     for margin in (150, 300):
-        assert layers_with(S._Budget(margin)) in (None, *range(S._LAYER_GOAL + 1, 1000))
-    assert layers_with(S._Budget(150, burst=True)) <= S._LAYER_GOAL
+        assert layers_with(S._Budget(margin)) in (None, *range(S.LAYER_GOAL + 1, 1000))
+    assert layers_with(S._Budget(150, burst=True)) <= S.LAYER_GOAL
+
+
+
+TWO_PRODUCTS = """.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_param_0)
+{
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    mul.lo.s32 %r3, %r2, %r2;
+    mul.lo.s32 %r4, %r3, %r2;
+    st.global.u32 [%rd4], %r4;
+    ret;
+}
+"""
+
+
+def _through_the_schedule(path, **form_blocks):
+    """A kernel lowered for its launch through `tensor-schedule-layers`:
+    (layers, blocks)."""
+    from qgc import driver
+    from qgc.dialects import simt
+    from qgc.pipeline import stage, up_to, with_options
+    from qgc.runtime.launch import load_launch
+    passes = up_to(stage("tensor"), "convert-tensor-to-weights")
+    if form_blocks:
+        passes = with_options(passes, "simt-form-blocks", **form_blocks)
+    ctx, module = driver.load(str(path))
+    launch = {"kernel": "k", "grid": [1, 1, 1], "block": [4, 1, 1],
+              "args": [{"type": "s32*", "data": [3, -5, 7, 1 << 20]}]}
+    driver.apply_for_launch(ctx, module, passes, load_launch(launch))
+    (program,) = T.programs_of(module)
+    (kernel,) = simt.kernels_of(module)
+    return program.limit("layers"), len(kernel.body.blocks)
+
+
+def test_a_schedule_past_the_goal_is_tried_with_one_product_per_block(monkeypatch, tmp_path):
+    """`driver.fit_layers`: two products share a block; with every schedule
+    past the goal, the driver also forms blocks of one product each and keeps
+    the schedule with fewer layers (a tie keeps the first)."""
+    import qgc.passes.tensor_schedule_layers as S
+    path = tmp_path / "k.ptx"
+    path.write_text(TWO_PRODUCTS)
+    shared = _through_the_schedule(path, max_products=0)
+    apart = _through_the_schedule(path, max_products=1)
+    assert apart[1] > shared[1]             # the blocks did split
+    assert _through_the_schedule(path) == shared      # within the goal: no second try
+    monkeypatch.setattr(S, "LAYER_GOAL", 0)
+    assert _through_the_schedule(path) == (apart if apart[0] < shared[0] else shared)

@@ -157,6 +157,16 @@ def _stats_compile(ctx, module, passes: Passes, dumps: DumpOptions, timing: Timi
     fit the layers, becomes a note; the stats read the scheduled program, not
     its weights."""
     passes = up_to(passes, "convert-tensor-to-weights")
+    attempt = module.clone()    # all of it at once, as -o compiles it (`driver.fit_layers`)
+    try:
+        if launch is not None:
+            driver.apply_for_launch(ctx, attempt, passes, launch, dumps, timing, verify_each)
+        else:
+            driver.apply(ctx, attempt, passes, dumps, timing, verify_each)
+        driver.replace_contents(module, attempt)
+        return None
+    except QgcError:
+        pass                    # level by level: which level stops, and why
     machine = up_to(passes, "convert-simt-to-tensor")
     if launch is not None:
         driver.apply_for_launch(ctx, module, machine, launch, dumps, timing, verify_each)
