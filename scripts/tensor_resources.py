@@ -2,7 +2,7 @@
 docs/machine.md): the step program (threshold ops, neurons, memory heads,
 register ports, record slots), the GPU vocabulary, the launch on the ideal
 `tensor` engine (tokens, EXEC steps, whether its buffers equal the `simt`
-engine's), the lowering time, and the layer schedule on the 2B shape or the
+engine's), the time to lower and schedule, and the layer schedule on the 2B shape or the
 limit it exceeds (layers and residual coordinates used). `python scripts/tensor_resources.py [NAME-REGEX]`."""
 
 from __future__ import annotations
@@ -17,29 +17,30 @@ from simt_resources import launches  # noqa: E402
 
 
 def row(name: str, ptx: Path, launch_path: Path) -> str | None:
-    from xdsl.utils.exceptions import DiagnosticException
-
     from qgc import driver
     from qgc.diagnostics import QgcError
     from qgc.dialects import tensor
     from qgc.machine.abi import pick_kernel
     from qgc.passes.convert_simt_to_tensor import vocabulary_of
-    from qgc.passes.tensor_schedule_layers import schedule
     from qgc.pipeline import stage, up_to
     from qgc.runtime.launch import LaunchError, load_launch
     from qgc.runtime.simt_engine import run_simt
     from qgc.runtime.trace import run_trace, tensor_stepper
 
-    lower = up_to(stage("tensor"), "tensor-schedule-layers")
+    lower = up_to(stage("tensor"), "convert-tensor-to-weights")   # as -o: `driver.fit_layers`
     launch = load_launch(launch_path)
     start = time.perf_counter()
     ctx, module = driver.load(str(ptx))
+    fit = None
     try:
         driver.apply_for_launch(ctx, module, lower, launch)
     except (QgcError, LaunchError) as err:
-        if "not yet supported by the machine'" in str(err) or "f32" in str(err):
-            return None
-        return f"| {name} | refused: {first_line(err)} |"
+        if not tensor.programs_of(module):      # refused before the schedule
+            if "not yet supported by the machine'" in str(err) or "f32" in str(err):
+                return None
+            return f"| {name} | refused: {first_line(err)} |"
+        m = re.search(r"needs (\d+ residual coordinates)", str(err))
+        fit = f"needs {m[1]}" if m else first_line(err)
     seconds = time.perf_counter() - start
     (program,) = tensor.programs_of(module)
     vocab = vocabulary_of(program)
@@ -55,12 +56,8 @@ def row(name: str, ptx: Path, launch_path: Path) -> str | None:
         run = f"{result.stats['tokens']} | {result.stats['exec_steps']} | {same}"
     except LaunchError as err:
         run = f"launch refused: {first_line(err)} | | "
-    try:
-        schedule(program, 2048, 6144, 16)
+    if fit is None:
         fit = f"{program.limit('layers')} layers, {coordinates_used(program):,} coordinates"
-    except DiagnosticException as err:
-        m = re.search(r"needs (\d+ residual coordinates)", str(err))
-        fit = f"needs {m[1]}" if m else first_line(err)
     return (f"| {name} | {len(ops)} | {neurons:,} | {heads} | {vocab.n_ports} | "
             f"{vocab.records} | {vocab.size:,} | {run} | {seconds:.0f} s | {fit} |")
 
@@ -79,7 +76,7 @@ def first_line(err: Exception) -> str:
 def main() -> int:
     only = sys.argv[1] if len(sys.argv) > 1 else ""
     print("| kernel | thresholds | neurons | heads | register ports | record slots "
-          "| vocabulary | tokens | EXEC steps | = simt | lowering | 2B schedule |")
+          "| vocabulary | tokens | EXEC steps | = simt | lowering + schedule | 2B schedule |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
     for name, ptx, launch in launches():
         if not re.search(only, name):
