@@ -5,9 +5,9 @@
 // memory read is a head per bank, each enabled by its bank bit (and the
 // op's enable), merged onto one set of coordinates; a constant address
 // (the parameter at word 0, the buffer's bounds pair at words 1 and 2) reads
-// its own bank alone. More than four banks is refused.
+// its own bank alone. More than sixteen banks is refused.
 // RUN: qgc-opt %s -p convert-simt-to-tensor | filecheck %s
-// RUN: sed 's/mem_words 254/mem_words 509/' %s | not qgc-opt -p convert-simt-to-tensor 2>&1 | filecheck %s --check-prefix=TOO-BIG
+// RUN: sed 's/mem_words 254/mem_words 2033/' %s | not qgc-opt -p convert-simt-to-tensor 2>&1 | filecheck %s --check-prefix=TOO-BIG
 
 builtin.module {
   simt.kernel @k(ptr a) lanes 4 mem_words 254 max_blocks 64 max_ops 16 regs 15 preds 8 {
@@ -29,4 +29,4 @@ builtin.module {
 // CHECK:        %[[R1:.*]] = tensor.kv_read @mem_{{[0-9]+}}_b1[binary %[[ROW]]] if %{{.*}} :
 // CHECK-NEXT:   tensor.merge %[[R0]], %[[R1]] : !tensor.bits<32>, !tensor.bits<32> -> !tensor.bits<32>
 
-// TOO-BIG: error: kernel 'k' has 509 memory words; the tensor level holds 508 (4 banks of 127; option mem-words of convert-ptx-to-simt)
+// TOO-BIG: error: kernel 'k' has 2033 memory words; the tensor level holds 2032 (16 banks of 127; option mem-words of convert-ptx-to-simt)
