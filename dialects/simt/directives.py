@@ -60,6 +60,13 @@ class Sources(CustomDirective):
         end_print(state)
 
 
+def _print_bare(printer: Printer, state: PrintingState, attr: RegAttr | GuardAttr) -> None:
+    """A register or condition as the machine listing spells it."""
+    state.print_whitespace(printer)
+    printer.print_string(attr.spelled)
+    end_print(state)
+
+
 @irdl_custom_directive
 class Reg(CustomDirective):
     """A register, bare: `r1`, `v3`, `p0`, `vp2`."""
@@ -70,11 +77,9 @@ class Reg(CustomDirective):
         self.reg.set(state, RegAttr.parse_bare(parser))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        state.print_whitespace(printer)
         r = self.reg.get(op)
         assert isinstance(r, RegAttr)
-        printer.print_string(r.spelled)
-        end_print(state)
+        _print_bare(printer, state, r)
 
 
 @irdl_custom_directive
@@ -90,11 +95,9 @@ class OptReg(OptionalDirective):
         self.reg.set(state, RegAttr.parse_bare(parser))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        state.print_whitespace(printer)
         r = self.reg.get(op)
         assert isinstance(r, RegAttr)
-        printer.print_string(r.spelled)
-        end_print(state)
+        _print_bare(printer, state, r)
 
 
 @irdl_custom_directive
@@ -152,11 +155,9 @@ class Guard(OptionalDirective):
         self.guard.set(state, GuardAttr.parse_bare(parser))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        state.print_whitespace(printer)
         g = self.guard.get(op)
         assert isinstance(g, GuardAttr)
-        printer.print_string(g.spelled)
-        end_print(state)
+        _print_bare(printer, state, g)
 
 
 @irdl_custom_directive
