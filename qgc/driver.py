@@ -177,13 +177,13 @@ def fit_layers(module: builtin.ModuleOp, passes: Passes, run, run_rest) -> None:
     schedule run again on the input with `max-products=1` (each block's
     multipliers no longer run side by side, at the price of more steps), the
     schedule with fewer layers stays, and `run_rest` runs what follows it."""
-    from qgc.dialects import tensor
-    from qgc.passes.tensor_schedule_layers import LAYER_GOAL
-
     if not any(p.name == "simt-form-blocks" and not p.max_products for p in passes) or \
             not has_pass(passes, "tensor-schedule-layers"):
         run(module, passes)
         return
+    from qgc.dialects import tensor  # the schedule's modules: only where one runs
+    from qgc.passes.tensor_schedule_layers import LAYER_GOAL
+
     head = up_to(passes, "tensor-schedule-layers", inclusive=True)
     original, failure = module.clone(), None
     try:

@@ -55,10 +55,9 @@ PROTOCOL_VERSION = 1
 
 KINDS = ("A", "D", "EXEC", "END", "TRAP")
 #: Bits of a record address: 512 word-memory addresses, 128 launch-area
-#: slots at 512, the executing warp's registers at 768.
+#: slots at 512, the executing warp's registers at 768 (for a memory of more
+#: than four banks, `Vocabulary.address_bits`, `launch_area`, `register_area`).
 ADDRESS_BITS = 10
-LAUNCH_AREA = 512
-REGISTER_AREA = 768
 #: Words of a memory bank: the rows of one memory head (its 128th row stays
 #: unwritten); a 10-bit record address reaches four banks, a 12-bit one 16.
 BANK_WORDS = 127
@@ -79,10 +78,6 @@ def kernel_fingerprint(kernel: object) -> str:
     """A digest of the machine listing (the `simt.kernel` as printed): a
     build's host must run the kernel its layers were compiled from."""
     return hashlib.sha256(str(kernel).encode()).hexdigest()[:16]
-
-
-def register_address(lane: int, register: int) -> int:
-    return REGISTER_AREA + 32 * lane + register
 
 
 def address_bits_for(bank_bits: int) -> int:

@@ -117,9 +117,13 @@ class Launch:
     def ctas(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
 
+    def warps_per_cta(self, warp_size: int) -> int:
+        """A CTA's threads in warps of `warp_size` lanes."""
+        return -(-self.threads_per_block // warp_size)
+
     def warps(self, warp_size: int) -> int:
         """The launch's warps: every CTA's threads in warps of `warp_size` lanes."""
-        return self.ctas * -(-self.threads_per_block // warp_size)
+        return self.ctas * self.warps_per_cta(warp_size)
 
 
 def check_steps(launch: Launch, max_steps: int, step: str, warp_size: int) -> None:

@@ -270,8 +270,9 @@ class _Compiler:
                 for lane in lanes(w):
                     w.r[lane][d] = mem[offset]
             return ld_param
-        address = {"shared": self.shared_address, "spill": self.spill_address}.get(
-            op.space.data, self.global_address)(op)
+        addressing = {"shared": self.shared_address, "spill": self.spill_address}.get(
+            op.space.data, self.global_address)
+        address = addressing(op)
         if isinstance(op, simt.LdOp):
             d = self.slot(op.dst)
 
@@ -285,9 +286,8 @@ class _Compiler:
                 for lane in lanes(w):
                     mem[address(w, lane)] = value(w, lane) & M32
             return st
-        if isinstance(op, simt.AtomOp) and op.is_pair:
-            high = {"shared": self.shared_address}.get(op.space.data, self.global_address)
-            return self.atom_pair(op, lanes, address, high(op, 1), value)
+        if isinstance(op, simt.AtomOp) and op.is_pair:    # global or shared (verified)
+            return self.atom_pair(op, lanes, address, addressing(op, 1), value)
         return self.atom(op, lanes, address, value)
 
     def spill_address(self, op: simt.MemoryOp) -> Callable[[Warp, int], int]:
@@ -353,7 +353,6 @@ class _Compiler:
                 w.r[lane][d] = old
         return atom
 
-
     def atom_pair(self, op, lanes, address, high, value) -> Callable[[Warp], None]:
         """A pair atomic: the 64-bit value in a word and the next, lane by lane."""
         mem = self.mem
@@ -415,7 +414,7 @@ def run_simt(module: Operation, launch: Launch, max_steps: int = DEFAULT_MAX_STE
     comp = _Compiler(kernel, layout, mem)
     blocks = [comp.block(b) for b in kernel.body.blocks]
     nregs, npreds = comp.sizes()
-    per_cta = launch.warps(simt.LANES) // launch.ctas
+    per_cta = launch.warps_per_cta(simt.LANES)
     per_warp_steps = [0] * launch.warps(simt.LANES)
     steps = ops = 0
     residency = Residency(iter_warps(launch, nregs, npreds), resident_warps)

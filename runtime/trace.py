@@ -106,7 +106,7 @@ def warp_words(used: set[str], launch: Launch, layout, warp) -> dict[str, int]:
         if f"tid.{a}" in used:
             words[f"tid.{a}"] = _bytes([t[axis] if t else 0 for t in warp.tids])
     if used & set(simt.WARP_SPECIALS):    # bytes: warpid, nwarpid
-        words["warp"] = _bytes([warp.index, -(-launch.threads_per_block // simt.LANES)])
+        words["warp"] = _bytes([warp.index, launch.warps_per_cta(simt.LANES)])
     if layout.shared_words:
         words["shared"] = layout.shared_base + warp.cta * layout.shared_words
         words["window"] = layout.shared_words

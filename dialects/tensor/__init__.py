@@ -76,6 +76,7 @@ from qgc.dialects.tensor.attributes import (
     is_bf16,
     plural,
     row_attr,
+    row_attrs,
     sum_attr,
     width_of,
 )
@@ -178,6 +179,7 @@ __all__ = [
     "ranges_of",
     "read_points",
     "row_attr",
+    "row_attrs",
     "spell_ranges",
     "sum_attr",
     "width_of",

@@ -473,3 +473,9 @@ def sum_attr(parts: Sequence[tuple[int, dict[int, int], Fraction | int]]) -> Row
     def make() -> SumAttr:
         return SumAttr([(c, _intern(k, lambda k=k: RowAttr(k[1], k[2]))) for c, k in keys])
     return _intern(("sum", tuple(keys)), make)
+
+
+def row_attrs(rows: Sequence) -> list[RowAttr | SumAttr]:
+    """Rows as `ProgramBuilder.threshold` takes them, ({bit: weight},
+    threshold) or a sum row's list of parts, as attributes."""
+    return [sum_attr(r) if isinstance(r, list) else row_attr(*r) for r in rows]

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from xdsl.ir import Operation, SSAValue
 
-from qgc.dialects.tensor.attributes import RowAttr, SumAttr, i64_attr, row_attr, sum_attr
+from qgc.dialects.tensor.attributes import RowAttr, SumAttr, i64_attr, row_attrs
 from qgc.dialects.tensor.ops import (
     ConcatOp,
     InputOp,
@@ -72,8 +72,7 @@ class ProgramBuilder:
         """Rows over the concatenated inputs: ({input bit index: weight},
         threshold), or a sum row as a list of (coefficient, {index: weight},
         threshold) parts."""
-        attrs = [sum_attr(r) if isinstance(r, list) else row_attr(*r) for r in rows]
-        return self.threshold_rows(inputs, attrs)
+        return self.threshold_rows(inputs, row_attrs(rows))
 
     def threshold_rows(self, inputs: Sequence[SSAValue],
                        rows: Sequence[RowAttr | SumAttr]) -> SSAValue:

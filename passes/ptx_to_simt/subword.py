@@ -75,23 +75,19 @@ class SubwordOps:
         if isinstance(operand, ptx.Imm) and not operand.is_float:
             value = operand.value & ((1 << bits) - 1)
             return to_i32(value - (1 << bits) if signed and value >> (bits - 1) else value)
-        if isinstance(operand, ptx.Reg) and self.bits(operand.name) == 64 and \
-                not operand.negated:      # a store of a 64-bit register: its low bits
-            reg = self.pair_of(inst, e, operand)[0]
-            if signed:
-                return e.alu("bfe.s", [reg, 0, bits])
-            return reg if bits >= 32 else e.alu("and", [reg, (1 << bits) - 1])
         if not isinstance(operand, ptx.Reg) or operand.negated or \
-                self.bits(operand.name) not in (8, 16, 32):
+                self.bits(operand.name) not in (8, 16, 32, 64):
             raise unsupported(inst, inst.opcode.data, why_not_32(operand, self))
         if operand.name in SPECIAL_NAMES:
             raise unsupported(inst, inst.opcode.data, f"special register {operand.name}")
-        reg = self.vreg(operand.name)
+        width = self.bits(operand.name)
+        # a 64-bit register (a store of its low bits) reads as its low word
+        reg = self.pair_of(inst, e, operand)[0] if width == 64 else self.vreg(operand.name)
         if bits >= 32:
             return reg
         if signed:
             return e.alu("bfe.s", [reg, 0, bits])
-        return reg if self.bits(operand.name) <= bits else e.alu("and", [reg, (1 << bits) - 1])
+        return reg if width <= bits else e.alu("and", [reg, (1 << bits) - 1])
 
     def put_sub(self, inst: ptx.InstOp, e: Emitter, operand: ptx.Operand, t: str,
                 value: lg.Src, fits: str | None) -> None:

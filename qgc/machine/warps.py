@@ -24,7 +24,8 @@ class Warp:
 
     def __init__(self, index: int, ctaid: tuple[int, int, int],
                  tids: list[tuple[int, int, int] | None], nregs: int, npreds: int,
-                 ntid: tuple[int, int, int], nctaid: tuple[int, int, int], cta: int = 0):
+                 ntid: tuple[int, int, int], nctaid: tuple[int, int, int], cta: int = 0,
+                 nwarps: int = 1):
         self.index, self.ctaid, self.tids, self.cta = index, ctaid, tids, cta
         self.waiting: set[int] = set()      # lanes arrived at a barrier, not yet released
         self.active = [lane for lane, t in enumerate(tids) if t is not None]
@@ -42,7 +43,7 @@ class Warp:
         for which in simt.LANE_SPECIALS:
             self.special[which] = [simt.lane_special(which, lane) for lane in range(len(tids))]
         self.special["warpid"] = [index] * len(tids)
-        self.special["nwarpid"] = [-(-ntid[0] * ntid[1] * ntid[2] // simt.LANES)] * len(tids)
+        self.special["nwarpid"] = [nwarps] * len(tids)
 
     def select(self) -> bool:
         """The next step's block and active lanes: min-PC over the live lanes
@@ -92,7 +93,7 @@ def iter_warps(launch: Launch, nregs: int, npreds: int) -> Iterator[Warp]:
             lanes: list[tuple[int, int, int] | None] = list(tids[w:w + simt.LANES])
             lanes += [None] * (simt.LANES - len(lanes))
             yield Warp(w // simt.LANES, ctaid, lanes, nregs, npreds, launch.block,
-                       launch.grid, cta)
+                       launch.grid, cta, launch.warps_per_cta(simt.LANES))
 
 
 def make_warps(launch: Launch, nregs: int, npreds: int) -> list[Warp]:

@@ -41,7 +41,7 @@ class AluCore:
         self.b = builder
         self._cache: dict[SSAValue, list[Form]] = {}
         self._built: dict[tuple, SSAValue] = {}
-        self.templates = templates if templates is not None else Templates()
+        self.templates: Templates = templates if templates is not None else {}
 
     def bits(self, value: SSAValue) -> list[Form]:
         """The Forms of a value's bits, through slices/concats, constants folded."""
@@ -115,8 +115,7 @@ class AluCore:
     def _threshold(self, operands: list[SSAValue], specs: list) -> SSAValue:
         """A `tensor.threshold`, or the one already built for the same rows over
         the same operands (lanes computing on uniform values share it)."""
-        return self._rows_over(operands, tuple(T.sum_attr(sp) if isinstance(sp, list)
-                                               else T.row_attr(*sp) for sp in specs))
+        return self._rows_over(operands, tuple(T.row_attrs(specs)))
 
     def _rows_over(self, operands: list[SSAValue], rows: tuple) -> SSAValue:
         key = (tuple(operands), rows)
@@ -134,7 +133,7 @@ class AluCore:
         if got is None or self._in_side_tables(inputs):
             return build()
         shape, holders = got
-        template = self.templates.get(key, shape)
+        template = self.templates.get((key, shape))
         if template is not None:
             mapping = renaming(template, inputs, holders)
             if mapping is not None:
@@ -152,8 +151,8 @@ class AluCore:
         ops.reverse()
         if (sizes == self._side_table_sizes() and all(map(_clonable, ops))
                 and is_closed(ops, result, inputs, holders)):
-            self.templates.put(key, shape, Template(tuple(inputs), tuple(holders),
-                                                    tuple(ops), result))
+            self.templates[(key, shape)] = Template(tuple(inputs), tuple(holders), tuple(ops),
+                                                    result)
         return result
 
     def _instantiate(self, template: Template, mapping: dict[SSAValue, SSAValue]) -> SSAValue:

@@ -87,15 +87,6 @@ def _is_constant(value: SSAValue) -> bool:
     return isinstance(value.owner, T.ThresholdOp) and not value.owner.inputs
 
 
-class Templates:
-    """The recorded builds, by (operation key, shape); shared by the ALUs
-    of one lowering (one per block)."""
-
-    def __init__(self):
-        self._by_key: dict[tuple[Hashable, Shape], Template] = {}
-
-    def get(self, key: Hashable, shape: Shape) -> Template | None:
-        return self._by_key.get((key, shape))
-
-    def put(self, key: Hashable, shape: Shape, template: Template) -> None:
-        self._by_key[(key, shape)] = template
+#: the recorded builds by (operation key, shape), shared by the ALUs of one
+#: lowering (one per block)
+Templates = dict[tuple[Hashable, Shape], Template]
