@@ -104,6 +104,9 @@ BAD = [
                                    "'num_key_value_heads' (3)"),
     (_with(eos_token_id=248320), "field 'eos_token_id' is 248320, not a row of the vocabulary"),
     (_with(dtype=[]), "field 'dtype' is [], not one of"),
+    # the gadgets are SiLU's; transformers refused "" with a KeyError traceback
+    (_with(hidden_act=""), "field 'hidden_act' is \"\", not one of \"silu\""),
+    (_with(hidden_act="gelu"), "field 'hidden_act' is \"gelu\", not one of \"silu\""),
 ]
 
 
