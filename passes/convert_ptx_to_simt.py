@@ -28,6 +28,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from qgc.dialects import ptx, simt
 from qgc.passes.ptx_to_simt.common import unsupported
 from qgc.passes.ptx_to_simt.selector import Selector
+from qgc.passes.ptx_to_simt.wide import HoldsPointerValues
 
 
 def check_no_functions(pmod: ptx.ModuleOp) -> None:
@@ -53,10 +54,21 @@ class ConvertPtxToSimtPass(ModulePass):
                 for inst in entry.body.ops:
                     if isinstance(inst, ptx.InstOp) and inst.op.base == "call":
                         raise unsupported(inst, inst.opcode.data, "calls")
-                kernels.append(Selector(entry, self.mem_words).run())
+                kernels.append(_select(entry, self.mem_words))
             check_no_functions(pmod)
             parent = pmod.parent_block()
             assert parent is not None
             parent.insert_ops_before(kernels, pmod)
             pmod.detach()
             pmod.erase()
+
+
+def _select(entry: ptx.EntryOp, mem_words: int) -> simt.KernelOp:
+    """The entry's kernel; selected again, with pointers as values, in the
+    registers that also hold 64-bit integers."""
+    values: frozenset[str] = frozenset()
+    while True:
+        try:
+            return Selector(entry, mem_words, values).run()
+        except HoldsPointerValues as mixed:
+            values |= {mixed.name}

@@ -269,11 +269,19 @@ class Layout:
         return glob, const
 
 
+def buffer_bases(sizes: list[int]) -> list[int]:
+    """The global address of each buffer of `sizes` bytes, in order: the
+    machine gives pointers it holds as values these same addresses."""
+    bases, cursor = [], BUFFERS_BASE
+    for size in sizes:
+        bases.append(cursor)
+        cursor = align_up(cursor + size, ALLOC_ALIGN) + ALLOC_GAP
+    return bases
+
+
 def add_buffers(glob: AddressSpace, buffers: list[tuple[int, str, bytes]]) -> list[int]:
     """Place one buffer per (arg index, note, bytes); returns their bases."""
-    bases, cursor = [], BUFFERS_BASE
-    for index, note, data in buffers:
-        glob.add(cursor, len(data), f"buffer {index}", data, note)
-        bases.append(cursor)
-        cursor = align_up(cursor + len(data), ALLOC_ALIGN) + ALLOC_GAP
+    bases = buffer_bases([len(data) for _, _, data in buffers])
+    for base, (index, note, data) in zip(bases, buffers, strict=True):
+        glob.add(base, len(data), f"buffer {index}", data, note)
     return bases

@@ -64,6 +64,7 @@ from qgc.runtime.memory import Trap
 __all__ = ["SimtResult", "Trap", "run_simt"]
 
 M32 = 0xFFFF_FFFF
+M64 = (1 << 64) - 1
 STEP, DEFAULT_MAX_STEPS = STEP_LIMITS["simt"]
 #: Warp slots, as an SM's occupancy: a launch of more warps runs its CTAs as
 #: slots free (every CTA fits: 1024 threads are 256 warps), so memory does not
@@ -320,6 +321,8 @@ class _Compiler:
         return address
 
     def global_address(self, op: simt.MemoryOp, extra: int = 0) -> Callable[[Warp, int], int]:
+        if op.is_located:
+            return self.located_address(op, extra)
         mem, offset = self.mem, op.offset.value.data + extra
         assert op.base is not None and op.buffer_index is not None
         base = self.slot(op.base)
@@ -336,6 +339,34 @@ class _Compiler:
                 raise Trap(f"trap: out-of-bounds {what} by {w.who(lane)}: word address {a} "
                            f"is outside buffer {buf} '{pname}' ({where})")
             return a
+        return address
+
+    def located_address(self, op: simt.MemoryOp, extra: int = 0) -> Callable[[Warp, int], int]:
+        """A 64-bit byte address (the reference engine's) → the word of the
+        buffer that holds it; outside every word buffer, or misaligned, traps."""
+        mem, kernel, what = self.mem, self.kernel, describe(op)
+        offset = op.offset.value.data + 4 * extra
+        assert op.base is not None and op.base_hi is not None
+        lo, hi = self.slot(op.base), self.slot(op.base_hi)
+        buffers = [(i, kernel.params[i][0], simt.POINTER_TYPES[kernel.params[i][1]],
+                    kernel.bounds_word(i), kernel.ref_word(i)) for i in kernel.pointer_params()]
+
+        def address(w: Warp, lane: int) -> int:
+            a = ((w.r[lane][hi] & M32) << 32 | w.r[lane][lo] & M32) + offset & M64
+            for i, name, unit, bw, rw in buffers:
+                base, size = mem[bw], mem[bw + 1]
+                start = unit * base + mem[rw] & M32
+                if not start <= a < start + unit * size:
+                    continue
+                why = f"{unit}-byte elements, one per word" if unit != 4 else \
+                    "not a multiple of 4" if (a - start) % 4 else None
+                if why is None:
+                    return base + (a - start) // 4
+                raise Trap(f"trap: {'misaligned' if unit == 4 else 'out-of-bounds'} {what} by "
+                           f"{w.who(lane)}: address 0x{a:x} is in buffer {i} '{name}' "
+                           f"({why})")
+            raise Trap(f"trap: out-of-bounds {what} by {w.who(lane)}: address 0x{a:x}"
+                       f"{' (null)' if a == 0 else ''} is outside every buffer")
         return address
 
     def atom(self, op, lanes, address, value) -> Callable[[Warp], None]:

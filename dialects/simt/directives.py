@@ -180,10 +180,12 @@ class Source(CustomDirective):
 @irdl_custom_directive
 class Address(CustomDirective):
     """`global[r1 + 4]`, `global[r1 - 1]`, `param[3]`, `shared[r2 + 8]`,
-    `spill[2]`: a space and an address (`[K]` alone: a constant one)."""
+    `spill[2]`: a space and an address (`[K]` alone: a constant one);
+    `global[r3:r4 + 8]`: a 64-bit byte address, low word first."""
 
     space: AttributeVariable
     base: AttributeVariable
+    base_hi: AttributeVariable
     offset: AttributeVariable
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
@@ -194,6 +196,8 @@ class Address(CustomDirective):
         offset = parser.parse_optional_integer(allow_boolean=False, allow_negative=True)
         if offset is None:
             self.base.set(state, RegAttr.parse_bare(parser))
+            if parser.parse_optional_punctuation(":") is not None:
+                self.base_hi.set(state, RegAttr.parse_bare(parser))
             offset = 0
             if parser.parse_optional_punctuation("+") is not None:
                 offset = parser.parse_integer(allow_boolean=False, allow_negative=False)
@@ -213,8 +217,10 @@ class Address(CustomDirective):
             printer.print_string(f"{space.data}[{off}]")
         else:
             assert isinstance(base, RegAttr)
+            hi = self.base_hi.get(op)
+            spelled = base.spelled if hi is None else f"{base.spelled}:{hi.spelled}"
             sign = "-" if off < 0 else "+"
-            printer.print_string(f"{space.data}[{base.spelled} {sign} {abs(off)}]")
+            printer.print_string(f"{space.data}[{spelled} {sign} {abs(off)}]")
         end_print(state)
 
 

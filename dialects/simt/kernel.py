@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, ArrayAttr, IntegerAttr, StringAttr, SymbolNameConstraint
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    IntegerAttr,
+    StringAttr,
+    SymbolNameConstraint,
+    UnitAttr,
+)
 from xdsl.ir import Block, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
@@ -53,6 +60,11 @@ class KernelOp(IRDLOperation):
     places them (`shared_words` static words, extern arrays from word
     `dynamic_shared`).
 
+    `pointer_values`: the kernel holds pointers as 64-bit values (stored,
+    loaded back, selected, compared with integers); each is the byte address
+    the reference engine gives it, and the parameter area has one more word
+    per pointer parameter (`ref_word`) to translate between the two.
+
     `spill_words` is the number of spill slots each thread has (`spill[0]` ..),
     `spilled` the number of virtual registers that live in them; both are set
     by `simt-allocate-registers` when a kernel needs more than `regs`.
@@ -73,6 +85,7 @@ class KernelOp(IRDLOperation):
     shared_vars = opt_prop_def(ArrayAttr)
     spill_words = opt_prop_def(IntegerAttr[I64])
     spilled = opt_prop_def(IntegerAttr[I64])
+    pointer_values = opt_prop_def(UnitAttr)
     body = region_def()
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
     custom_directives = (Signature, SharedVars)
@@ -84,6 +97,7 @@ class KernelOp(IRDLOperation):
         "(`spill_words` $spill_words^)? "
         "(`max_blocks` $max_blocks^)? (`max_ops` $max_ops^)? "
         "(`regs` $regs^)? (`spilled` $spilled^)? (`preds` $preds^)? "
+        "(`pointer_values` $pointer_values^)? "
         "attr-dict-with-keyword $body")
 
     LIMIT_PROPS: ClassVar[tuple[str, ...]] = ("max_blocks", "max_ops", "regs", "preds")
@@ -124,9 +138,18 @@ class KernelOp(IRDLOperation):
         return len(self.params) + 2 * len(self.pointer_params()) + \
             self.wide_params().index(param)
 
+    def ref_word(self, param: int) -> int:
+        """Word address of pointer parameter `param`'s translation word (a
+        `pointer_values` kernel): the byte address of its buffer's word w is
+        `unit · w + ref` (mod 2^32), `unit` the buffer's bytes per word."""
+        assert self.pointer_values is not None
+        return len(self.params) + 2 * len(self.pointer_params()) + len(self.wide_params()) + \
+            self.pointer_params().index(param)
+
     @property
     def param_area_words(self) -> int:
-        return len(self.params) + 2 * len(self.pointer_params()) + len(self.wide_params())
+        refs = len(self.pointer_params()) if self.pointer_values is not None else 0
+        return len(self.params) + 2 * len(self.pointer_params()) + len(self.wide_params()) + refs
 
     def limit(self, name: str) -> int | None:
         attr = getattr(self, name)

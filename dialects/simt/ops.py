@@ -351,10 +351,17 @@ class MemoryOp(MachineOp):
     CTA's shared window (PTX computes shared addresses in bytes; the machine
     checks alignment and bounds and maps it onto the CTA's words); `spill[2]`
     slot 2 of the executing lane's own spill area (register allocation's
-    spill code: a constant slot, no base, no buffer, never out of bounds)."""
+    spill code: a constant slot, no base, no buffer, never out of bounds).
+
+    `global[r3:r4 + 8]` (no buffer) is a *located* access: a pointer held as
+    a 64-bit value (loaded from memory, selected, compared), the byte address
+    the reference engine gives it, low word first, plus a byte offset. The
+    machine finds the word buffer that holds it at run time and traps when
+    none does (`located`)."""
 
     space = prop_def(StringAttr)
     base = opt_prop_def(RegAttr)
+    base_hi = opt_prop_def(RegAttr)
     offset = prop_def(IntegerAttr[I64])
     buffer = opt_prop_def(IntegerAttr[I64])
 
@@ -362,8 +369,19 @@ class MemoryOp(MachineOp):
     def buffer_index(self) -> int | None:
         return None if self.buffer is None else self.buffer.value.data
 
+    @property
+    def is_located(self) -> bool:
+        return self.base_hi is not None
+
+    def located(self, hi: RegAttr) -> MemoryOp:
+        """This global access through the byte address `base:hi` instead of a
+        buffer's word address (`offset` in bytes)."""
+        self.properties["base_hi"] = hi
+        self.properties.pop("buffer", None)
+        return self
+
     def _address_uses(self) -> list[RegAttr]:
-        return [self.base] if self.base is not None else []
+        return [r for r in (self.base, self.base_hi) if r is not None]
 
     def _verify_address(self) -> None:
         space = self.space.data
@@ -383,11 +401,19 @@ class MemoryOp(MachineOp):
                                       "byte address in the CTA's shared window")
             if self.base is not None:
                 _want(self, self.base, False, "address base")
+        elif self.is_located:
+            if self.base is None or self.buffer is not None:
+                raise VerifyException("a located access has a 64-bit byte address and no "
+                                      "buffer: the machine finds its buffer at run time")
+            _want(self, self.base, False, "address base")
+            _want(self, self.base_hi, False, "address base")
         else:
             if self.base is None or self.buffer is None:
                 raise VerifyException("a global access needs a base register and the buffer "
                                       "it derives from (`buffer N`)")
             _want(self, self.base, False, "address base")
+        if self.is_located and space != "global":
+            raise VerifyException("only a global access takes a 64-bit byte address")
 
 
 @irdl_op_definition
@@ -401,7 +427,7 @@ class LdOp(MemoryOp):
     name = "simt.ld"
     dst = prop_def(RegAttr)
     custom_directives = (Reg, Guard, Address)
-    assembly_format = ("custom<Reg>($dst) `,` custom<Address>($space, $base, $offset) "
+    assembly_format = ("custom<Reg>($dst) `,` custom<Address>($space, $base, $base_hi, $offset) "
                        "(`buffer` $buffer^)? " + GUARD_FORMAT)
 
     def __init__(self, dst: RegAttr, space: str, base: RegAttr | None, offset: int,
@@ -429,7 +455,7 @@ class StOp(MemoryOp):
     name = "simt.st"
     value = prop_def(RegAttr | IntAttr)
     custom_directives = (Reg, Guard, Address, Source)
-    assembly_format = ("custom<Address>($space, $base, $offset) `,` custom<Source>($value) "
+    assembly_format = ("custom<Address>($space, $base, $base_hi, $offset) `,` custom<Source>($value) "
                        "(`buffer` $buffer^)? " + GUARD_FORMAT)
 
     def __init__(self, space: str, base: RegAttr | None, offset: int, value: RegAttr | int,
@@ -476,7 +502,7 @@ class AtomOp(MemoryOp):
     DEF_PROPS: ClassVar[tuple[str, ...]] = ("dst", "dst_hi")
     custom_directives = (Reg, OptReg, Guard, Address, Source, OptSource)
     assembly_format = ("$op custom<Reg>($dst) (`:` custom<OptReg>($dst_hi)^)? `,` "
-                       "custom<Address>($space, $base, $offset) `,` "
+                       "custom<Address>($space, $base, $base_hi, $offset) `,` "
                        "custom<Source>($value) (`:` custom<OptSource>($value_hi)^)? "
                        "(`,` custom<OptSource>($swap)^)? (`:` custom<OptSource>($swap_hi)^)? "
                        "(`buffer` $buffer^)? " + GUARD_FORMAT)

@@ -54,13 +54,17 @@ class AddressArithmetic:
             return self.shared_add(inst, guard)
         if base == "add" and a.kind == "int" and b_wide is not None and b_wide.kind == "ptr":
             a, b_wide = b_wide, a
-        if a.kind == "ptr":
-            return self.pointer_add(inst, guard, a, b_op if b_wide is None else b_wide)
-        if b_wide is not None and b_wide.kind != "int":
-            raise unsupported(inst, inst.opcode.data, "64-bit arithmetic other than a pointer "
-                              "plus an offset")
         e = self.emitter(guard, dst.name)
         sub = base == "sub"
+        if a.kind == "ptr" and b_wide is not None and b_wide.kind == "ptr" and sub and \
+                a.prov == b_wide.prov:      # words apart in one buffer
+            apart = e.alu("sub", [a.vreg, b_wide.vreg])
+            return self.set_int(inst, e, Wide("int", apart, scale=self.units[a.prov], hi="sext"))
+        if a.kind == "ptr" and (b_wide is None or b_wide.kind == "int"):
+            return self.pointer_add(inst, guard, a, b_op if b_wide is None else b_wide)
+        if "ptr" in (a.kind, b_wide and b_wide.kind):   # pointers as values
+            pa, pb = self.pair_of(inst, e, a_op), self.pair_of(inst, e, b_op)
+            return self.set_int(inst, e, lg.add_pairs(e, pa, pb, sub))
         if b_wide is not None and a.scale == b_wide.scale and a.scale < 1 << 31:
             pa, pb = lg.unscaled(e, a, a.scale), lg.unscaled(e, b_wide, a.scale)
             return self.set_int(inst, e, lg.add_pairs(e, pa, pb, sub), a.scale)

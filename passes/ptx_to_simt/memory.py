@@ -1,5 +1,6 @@
-"""Memory accesses: global (through a pointer's provenance, 64-bit data as two
-words, sub-word data one element per word), shared and parameter loads."""
+"""Memory accesses: global (through a pointer's provenance, or located at run
+time through a pointer held as a value; 64-bit data as two words, sub-word
+data one element per word), shared and parameter loads."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from xdsl.ir import Operation
 from qgc.dialects import ptx, simt
 from qgc.dialects.simt import GuardAttr, RegAttr
 from qgc.passes.ptx_to_simt.common import INT32, SUBWORD, WIDE, WORD32, unsupported
+from qgc.passes.ptx_to_simt import legalize as lg
 from qgc.passes.ptx_to_simt.legalize import Emitter, Wide
 
 #: Modifiers of ld/st/atom that change nothing on the machine (caching, scope, order).
@@ -48,6 +50,8 @@ class MemoryAccesses:
             raise unsupported(inst, inst.opcode.data, "an address that is not a pointer "
                               "register plus an offset")
         ptr = self.wide_src(inst, addr.base)
+        if ptr.kind == "int":
+            return self.located(inst, guard, ptr, addr.offset, rest)
         if ptr.kind != "ptr":
             raise unsupported(inst, inst.opcode.data, "an address that does not derive from "
                               "a pointer parameter")
@@ -56,28 +60,54 @@ class MemoryAccesses:
         if addr.offset % unit:
             raise unsupported(inst, inst.opcode.data, f"a byte offset ({addr.offset}) that is "
                               f"not a multiple of {unit}")
-        words = addr.offset // unit
+        return self.global_access(inst, guard, _Words("global", ptr.vreg, addr.offset // unit,
+                                                      ptr.prov, 1), rest)
+
+    def global_access(self, inst: ptx.InstOp, guard: GuardAttr | None, at: _Words,
+                      rest: list[str]) -> list[Operation]:
+        """ld/st/atom of one global element at `at`."""
+        base, t, args = inst.op.base, inst.op.type, inst.operands_decoded
         if t in WIDE:
-            return self.memory64(inst, guard, _Words("global", ptr.vreg, words, ptr.prov, 1),
-                                 rest)
-        if t in SUBWORD and base in ("ld", "st"):
-            return self.memory_sub(inst, guard, ptr, words)
+            return self.memory64(inst, guard, at, rest)
+        if t in SUBWORD and base in ("ld", "st") and at.buffer is not None:
+            return self.memory_sub(inst, guard, at)
         if t not in WORD32:
             raise unsupported(inst, inst.opcode.data, f"{ptx.TYPE_BITS.get(t or '', 0)}-bit "
-                              "data accesses")
+                              "data accesses" + (" through a pointer held as a 64-bit value"
+                                                 if t in SUBWORD else ""))
         pre: list[Operation] = []
         if base == "ld":
-            return self.load_word(inst, guard, lambda d: simt.LdOp(d, "global", ptr.vreg, words,
-                                                                   ptr.prov, guard))
+            return self.load_word(inst, guard, lambda d: simt.LdOp(d, "global", at.base,
+                                                                   at.offset, at.buffer, guard))
         if base == "st":
             value = self.stored_word(inst, args[1], pre)
-            return pre + [simt.StOp("global", ptr.vreg, words, value, ptr.prov, guard)]
+            return pre + [simt.StOp("global", at.base, at.offset, value, at.buffer, guard)]
         value = self.src32(inst, args[2], pre)
         swap = self.src32(inst, args[3], pre) if len(args) == 4 else None
         op = _atom_op(rest[0], t)
         assert op is not None
-        return pre + [simt.AtomOp(op, self.dst32(inst, args[0]), "global", ptr.vreg, words,
-                                  value, ptr.prov, guard, swap)]
+        return pre + [simt.AtomOp(op, self.dst32(inst, args[0]), "global", at.base, at.offset,
+                                  value, at.buffer, guard, swap)]
+
+    def located(self, inst: ptx.InstOp, guard: GuardAttr | None, address: Wide,
+                offset: int, rest: list[str]) -> list[Operation]:
+        """A global access through a pointer held as a 64-bit value (loaded
+        from memory, selected, compared): the machine finds the buffer that
+        holds its byte address at run time (`simt.MemoryOp.located`)."""
+        self.pointer_values = True
+        e = Emitter(self.fresh, None)
+        lo, hi = lg.materialize(e, address)
+        if offset < 0:              # the ops' offsets count up from the address
+            lo, hi = lg.add_pairs(e, (lo, hi), lg.const_pair(offset))
+            offset = 0
+        lo, hi = (w if isinstance(w, RegAttr) else e.alu("mov", [w], e.temp()) for w in (lo, hi))
+        ops = e.ops + self.global_access(inst, guard, _Words("global", lo, offset, None, 4),
+                                         rest)
+        for op in ops:
+            if isinstance(op, simt.MemoryOp) and op.space.data == "global" and \
+                    op.buffer is None and op.base == lo:
+                op.located(hi)
+        return ops
 
     def generic_space(self, inst: ptx.InstOp) -> str | None:
         """The space a generic access (`ld.u32 [%rd5]`, clang's way) reaches:
@@ -88,7 +118,8 @@ class MemoryAccesses:
         if not isinstance(addr, ptx.Addr) or not isinstance(addr.base, ptx.Reg):
             return None
         held = self.wide.get(addr.base.name)
-        return {"ptr": "global", "shared": "shared"}.get(held.kind) if held else None
+        return {"ptr": "global", "int": "global", "shared": "shared"}.get(held.kind) \
+            if held else None
 
     def load_word(self, inst: ptx.InstOp, guard: GuardAttr | None,
                   load: Callable[[RegAttr], Operation]) -> list[Operation]:
@@ -189,18 +220,18 @@ class MemoryAccesses:
         atom("add", hi, at.high, e.alu("add", [v_hi, carry]))
         return self.set_int(inst, e, (lo, hi))
 
-    def memory_sub(self, inst: ptx.InstOp, guard: GuardAttr | None, ptr: Wide,
-                   words: int) -> list[Operation]:
+    def memory_sub(self, inst: ptx.InstOp, guard: GuardAttr | None,
+                   at: _Words) -> list[Operation]:
         """A byte or halfword access: one element per word of its buffer (the
         word holds it zero-extended; a store keeps only the element's bits)."""
         t, args = inst.op.type or "", inst.operands_decoded
         e = Emitter(self.fresh, guard)
         if inst.op.base == "st":
             value = self.get_sub(inst, e, args[1], t, False)
-            e.ops.append(simt.StOp("global", ptr.vreg, words, value, ptr.prov, guard))
+            e.ops.append(simt.StOp("global", at.base, at.offset, value, at.buffer, guard))
             return e.ops
         word = e.temp()
-        e.ops.append(simt.LdOp(word, "global", ptr.vreg, words, ptr.prov, guard))
+        e.ops.append(simt.LdOp(word, "global", at.base, at.offset, at.buffer, guard))
         return self.put_loaded_sub(inst, e, word, None if t[0] == "s" else t)
 
     def shared_memory(self, inst: ptx.InstOp, guard: GuardAttr | None,

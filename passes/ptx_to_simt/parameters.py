@@ -42,6 +42,8 @@ class KernelParameters:
         wide_scalars = [i for i, (_, t) in enumerate(self.params) if t in simt.WIDE_SCALARS]
         first = len(self.params) + 2 * len(self.units)
         self.high_words = {i: first + k for k, i in enumerate(wide_scalars)}
+        first += len(wide_scalars)
+        self.ref_words = {i: first + k for k, i in enumerate(self.units)}
 
     @staticmethod
     def _loaded(insts: list[ptx.InstOp], name: str) -> bool:
@@ -69,8 +71,9 @@ class KernelParameters:
 
 def _pointer_uses(insts: list[ptx.InstOp], params: dict[str, int]
                   ) -> tuple[set[int], dict[int, dict[int, ptx.InstOp]]]:
-    """Which 64-bit parameters are pointers, and the access sizes in bytes
-    through each (with the first access of each size): a flow-insensitive
+    """Which 64-bit parameters are pointers (converted by `cvta`, or
+    reaching an address or a stored value and never used as an integer), and
+    the access sizes in bytes through each (with the first access of each size): a flow-insensitive
     fixpoint over copies (`mov`, `cvta`) and pointer arithmetic (`add`, `sub`)."""
     copy_of: dict[str, set[int]] = {}    # register -> parameters it is a copy of
     into: dict[str, set[int]] = {}       # register -> parameters it may point into
@@ -99,6 +102,7 @@ def _pointer_uses(insts: list[ptx.InstOp], params: dict[str, int]
     converted: set[int] = set()     # copied into cvta: pointers for sure
     addressing: set[int] = set()    # reaching an address
     counted: set[int] = set()       # used as an integer (compared, scaled, subtracted)
+    stored: set[int] = set()        # stored to memory after pointer arithmetic or as is
     sizes: dict[int, dict[int, ptx.InstOp]] = {}
     for inst in insts:
         args, base = inst.operands_decoded, inst.op.base
@@ -110,10 +114,13 @@ def _pointer_uses(insts: list[ptx.InstOp], params: dict[str, int]
             if addr is None or not isinstance(addr.base, ptx.Reg):
                 continue
             addressing |= into.get(addr.base.name, set())
+            if base != "ld":        # a pointer stored as a value escapes to memory
+                stored.update(*(into.get(a.name, set()) for a in args
+                                if isinstance(a, ptx.Reg)))
             width = ptx.TYPE_BITS.get(inst.op.type or "", 32) // 8
             for i in into.get(addr.base.name, set()):
                 sizes.setdefault(i, {}).setdefault(width, inst)
         elif base not in ("mov", "add", "ld"):
             counted.update(*(into.get(r, set()) for r in regs[1 if base == "sub" else 0:]))
-    pointers = converted | (addressing - counted)
+    pointers = converted | ((addressing | stored) - counted)
     return pointers, {i: w for i, w in sizes.items() if i in pointers}

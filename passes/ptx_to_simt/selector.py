@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
 from xdsl.ir import Block, Operation
 
 from qgc.analysis.dataflow import sweep_dead_ops
@@ -36,8 +36,11 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, Me
                Ordering, WideOps, AddressArithmetic):
     """Selects the machine ops of one PTX entry (`run` gives its `simt.kernel`)."""
 
-    def __init__(self, entry: ptx.EntryOp, mem_words: int):
+    def __init__(self, entry: ptx.EntryOp, mem_words: int, values: frozenset[str] = frozenset()):
+        """`values`: the 64-bit registers that hold pointers as values."""
         self.entry = entry
+        self.values = values
+        self.pointer_values = False     # the kernel reads translation words
         self.mem_words = mem_words
         self.reg_types: dict[str, str] = {}
         self.params: list[tuple[str, str]] = []
@@ -51,6 +54,7 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, Me
         self.shared: dict[str, simt.SharedVar] = {}  # .shared variables, declaration order
         self.units: dict[int, int] = {}     # pointer parameter -> bytes per machine word
         self.high_words: dict[int, int] = {}  # 64-bit scalar parameter -> its high word
+        self.ref_words: dict[int, int] = {}   # pointer parameter -> its translation word
         self.own_high: dict[str, RegAttr] = {}
 
     # ----------------------------------------------------------- registers
@@ -152,6 +156,8 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, Me
         if not blocks:
             blocks = [Block([simt.ExitOp()])]
         kernel = simt.KernelOp(entry.kernel_name, self.params, blocks, self.mem_words)
+        if self.pointer_values:
+            kernel.properties["pointer_values"] = UnitAttr()
         if self.shared:
             kernel.properties["shared_vars"] = ArrayAttr(
                 [ArrayAttr([StringAttr(n), IntAttr(b), IntAttr(a)])
@@ -163,6 +169,10 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, Me
     def select(self, inst: ptx.InstOp) -> list[Operation]:
         try:
             ops = self._select(inst)
+            held = [n for n in dests(inst) if n in self.values and n in self.wide and
+                    self.wide[n].kind == "ptr"]
+            for name in held:
+                ops += self.as_value(inst, self.guard(inst), name)
         except (ValueError, IndexError, AssertionError):  # an operand shape v0 does not know
             raise unsupported(inst, inst.opcode.data) from None
         for op in ops:

@@ -12,6 +12,15 @@ from qgc.passes.ptx_to_simt.common import SETP_SIGNED, SETP_UNSIGNED, WIDE, unsu
 from qgc.passes.ptx_to_simt.legalize import Emitter, Wide
 
 
+class HoldsPointerValues(Exception):
+    """Register `name` holds both pointers and 64-bit integers: select the
+    kernel again with its pointers as values (`WideOps.as_value`)."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
 class WideOps:
     """64-bit registers: views, integer pairs and their arithmetic."""
 
@@ -23,6 +32,11 @@ class WideOps:
 
     def define_wide(self, inst: ptx.InstOp, name: str, value: Wide) -> None:
         old = self.wide.get(name)
+        if name in self.values:         # `as_value` makes a pointer an integer
+            self.wide[name] = value
+            return
+        if old is not None and {old.kind, value.kind} == {"ptr", "int"}:
+            raise HoldsPointerValues(name)
         if old is not None and not old.same_shape(value):
             raise unsupported(inst, inst.opcode.data, f"'{name}' holds different kinds of "
                               "64-bit values")
@@ -100,10 +114,31 @@ class WideOps:
         if isinstance(operand, ptx.Imm) and not operand.is_float:
             return lg.const_pair(operand.value)
         w = self.wide_src(inst, operand)
+        if w.kind == "ptr":
+            return self.pointer_value(e, w)
         if w.kind != "int":
-            what = "pointer" if w.kind == "ptr" else "shared address"
-            raise unsupported(inst, inst.opcode.data, f"a {what} as a 64-bit integer")
+            raise unsupported(inst, inst.opcode.data, "a shared address as a 64-bit integer")
         return lg.materialize(e, w)
+
+    def pointer_value(self, e: Emitter, w: Wide) -> tuple[lg.Src, lg.Src]:
+        """A pointer as the 64-bit value the reference engine gives it: its
+        word address in bytes of its buffer plus the buffer's translation
+        word (`simt.KernelOp.ref_word`); buffers lie below 2^32."""
+        assert w.prov is not None
+        self.pointer_values = True
+        ref = e.temp()
+        e.ops.append(simt.LdOp(ref, "param", None, self.ref_words[w.prov]))
+        bytes_ = e.alu("shl", [w.vreg, self.units[w.prov].bit_length() - 1])
+        return e.alu("add", [bytes_, ref]), 0
+
+    def as_value(self, inst: ptx.InstOp, guard: GuardAttr | None, name: str
+                 ) -> list[Operation]:
+        """A register that holds pointers and other 64-bit values (a pointer
+        loaded from memory, or null) holds them all as values: a pointer
+        definition is followed by its value."""
+        e = self.emitter(guard, name)
+        pair = self.pointer_value(e, self.wide.pop(name))
+        return self.set_int(inst, e, pair)
 
     def wide_op(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         opc = inst.op
@@ -245,12 +280,9 @@ class WideOps:
     def narrow(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         """`cvt.u32.u64 d, x`: the low word of the 64-bit integer x."""
         dst, src = inst.operands_decoded
-        wide = self.wide_src(inst, src)
-        if wide.kind != "int":
-            raise unsupported(inst, inst.opcode.data, "a pointer converted to 32 bits")
         d = self.dst32(inst, dst)
         e = Emitter(self.fresh, guard, (d,))
-        e.assign(d, lg.materialize(e, wide)[0])
+        e.assign(d, self.pair_of(inst, e, src)[0])
         return e.ops
 
     def setp64(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:

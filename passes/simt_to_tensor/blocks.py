@@ -57,6 +57,7 @@ class Blocks:
         self.pending: list[Write] = []
         self.faults: list[tuple[int, list[SSAValue]]] = []
         self.bounds_of: dict[int, tuple[SSAValue, SSAValue]] = {}
+        self.byte_bounds_of: dict[int, tuple[SSAValue, SSAValue, SSAValue]] = {}
         ops = list(block.ops)
         self.high_later = high_words_later(ops)
         for op in ops[:-1]:

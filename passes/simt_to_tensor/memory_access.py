@@ -39,6 +39,8 @@ class MemoryAccess:
             inside = self.none_of(self.bits_of(self.b.slice(byte, n + 2, WORD)) +
                                   [self.b.slice(word, n, n + 1)])
             return self.b.slice(word, 0, n), [inside, aligned, in_window], "shared"
+        if op.is_located:
+            return self.located_word(op, regs, ln, g, off)
         base = self.use(regs, ln, op.base, g)
         addr = self.alu.add(base, self.const(off & 0xFFFF_FFFF, WORD)) if off else base
         inside = self.none_of(self.bits_of(self.b.slice(addr, n, WORD)))
@@ -46,6 +48,45 @@ class MemoryAccess:
         lo, end = self.bounds(op.buffer_index)
         checks = [inside, self.alu.setp("ge.u", word, lo), self.alu.setp("lt.u", word, end)]
         return word, checks, f"global {op.buffer_index}"
+
+    def located_word(self, op, regs, ln: int, g, off: int
+                     ) -> tuple[SSAValue, list[SSAValue], object]:
+        """A located access's word: the 64-bit byte address `base:base_hi +
+        off` inside a word buffer's bytes (below 2^32: the high word zero,
+        no carry out of the low one), at a word boundary."""
+        assert off >= 0, "convert-ptx-to-simt folds a negative offset into the address"
+        lo = self.use(regs, ln, op.base, g)
+        addr = self.alu.add(lo, self.const(off, WORD)) if off else lo
+        below = self.bits_of(self.use(regs, ln, op.base_hi, g))
+        no_carry = [self.alu.setp("ge.u", addr, self.const(off, WORD))] if off else []
+        found, words = [], []
+        for buffer in self.kernel.pointer_params():
+            if simt.POINTER_TYPES[self.kernel.params[buffer][1]] != 4:
+                continue        # one element per word: no word access reaches it
+            ref, start, end = self.byte_bounds(buffer)
+            found.append(self.gate([self.alu.setp("ge.u", addr, start),
+                                    self.alu.setp("lt.u", addr, end)]))
+            words.append(self.b.slice(self.alu.sub(addr, ref), 2, 2 + self.address_bits))
+        if not found:
+            nowhere = self.const(0, 1)
+            return self.const(0, self.address_bits), [nowhere], "global"
+        inside = self.gate(no_carry + [self.any_of(found)], below)
+        aligned = self.none_of(self.bits_of(self.b.slice(addr, 0, 2)))
+        return self.pick(list(zip(found, words, strict=True))), [inside, aligned], "global"
+
+    def byte_bounds(self, buffer: int) -> tuple[SSAValue, SSAValue, SSAValue]:
+        """Buffer `buffer`'s translation word and its first and end byte
+        address, read in the block's group (once per block)."""
+        if buffer not in self.byte_bounds_of:
+            bw = self.kernel.bounds_word(buffer)
+            base, size = self.read_word(bw), self.read_word(bw + 1)
+            ref = self.read_word(self.kernel.ref_word(buffer))
+            start = self.alu.add(ref, self.times4(base))
+            self.byte_bounds_of[buffer] = ref, start, self.alu.add(start, self.times4(size))
+        return self.byte_bounds_of[buffer]
+
+    def times4(self, word: SSAValue) -> SSAValue:
+        return self.b.concat([self.const(0, 2), self.b.slice(word, 0, WORD - 2)])
 
     def bounds(self, buffer: int) -> tuple[SSAValue, SSAValue]:
         """The first word of buffer `buffer` and the word after it, from its
@@ -76,7 +117,7 @@ class MemoryAccess:
         """The word, as the step's earlier writes left it (the last one to the
         same word wins; the ports hold the word from before the step)."""
         mem = self.read(key, en)
-        earlier = [w for w in self.pending if w.where == where]   # disjoint buffers never alias
+        earlier = [w for w in self.pending if may_alias(w.where, where)]
         if not earlier:
             return mem
         hits = [w.en if isinstance(where, tuple) else
@@ -121,3 +162,11 @@ class MemoryAccess:
                 self.pending.append(Write(where[ln][2], keys[ln], ens[ln], values[ln]))
             return
         self.lower_atom(op, regs, records, guards, where, ens, values, rec_addr)
+
+
+def may_alias(a: object, b: object) -> bool:
+    """Whether accesses at two `where`s may reach one word: the same place,
+    or a located global access and any global one (disjoint buffers never
+    alias)."""
+    return a == b or "global" in (a, b) and all(isinstance(w, str) and
+                                                 w.startswith("global") for w in (a, b))

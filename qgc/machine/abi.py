@@ -26,6 +26,7 @@ from xdsl.ir import Operation
 
 from qgc.dialects import ptx, simt
 from qgc.protocol import BANK_WORDS
+from qgc.runtime.memory import buffer_bases
 from qgc.runtime.launch import ELEMENT_TYPES, TYPE_SIZES, Launch, LaunchError, select_kernel
 
 M32 = 0xFFFF_FFFF
@@ -179,6 +180,8 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
         shared_part += spill.describe() if spill else ""
         highs = len(kernel.wide_params())
         high_part = f", {highs} for 64-bit parameters' high words" if highs else ""
+        if kernel.pointer_values is not None:
+            high_part += f", {len(pointers)} for pointer values"
         raise LaunchError(f"the launch needs {total} words of machine memory ({len(params)} "
                           f"for parameters, {2 * len(pointers)} for bounds{high_part}, {buffers}"
                           f"{shared_part}), the machine has {capacity} (option mem-words)")
@@ -196,8 +199,23 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
             words[i] = value[0]
             if len(value) == 2:
                 words[kernel.high_word(i)] = value[1]
+    if kernel.pointer_values is not None:
+        _write_ref_words(kernel, launch, bases, words)
     return Layout(words, bases, sizes, len(params), 2 * len(pointers), total, shared_base,
                   shared, spill)
+
+
+def _write_ref_words(kernel: simt.KernelOp, launch: Launch, bases: dict[int, int],
+                     words: list[int]) -> None:
+    """Each pointer parameter's translation word: its buffer's global address
+    (the reference engine's) less `unit ·` its first word, so that a pointer
+    held as a value is the address the reference engine gives it."""
+    pointers = kernel.pointer_params()
+    addresses = buffer_bases([len(launch.args[i].data or []) * TYPE_SIZES[launch.args[i].type]
+                              for i in pointers])
+    for i, address in zip(pointers, addresses, strict=True):
+        unit = simt.POINTER_TYPES[kernel.params[i][1]]
+        words[kernel.ref_word(i)] = (address - unit * bases[i]) & M32
 
 
 def read_buffers(launch: Launch, layout: Layout, word: Callable[[int], int]
