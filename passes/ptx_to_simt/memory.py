@@ -11,8 +11,8 @@ from xdsl.ir import Operation
 
 from qgc.dialects import ptx, simt
 from qgc.dialects.simt import GuardAttr, RegAttr
-from qgc.passes.ptx_to_simt.common import INT32, SUBWORD, WIDE, WORD32, unsupported
 from qgc.passes.ptx_to_simt import legalize as lg
+from qgc.passes.ptx_to_simt.common import INT32, SUBWORD, WIDE, WORD32, unsupported
 from qgc.passes.ptx_to_simt.legalize import Emitter, Wide
 
 #: Modifiers of ld/st/atom that change nothing on the machine (caching, scope, order).

@@ -26,8 +26,8 @@ from xdsl.ir import Operation
 
 from qgc.dialects import ptx, simt
 from qgc.protocol import BANK_WORDS
-from qgc.runtime.memory import buffer_bases
 from qgc.runtime.launch import ELEMENT_TYPES, TYPE_SIZES, Launch, LaunchError, select_kernel
+from qgc.runtime.memory import buffer_bases
 
 M32 = 0xFFFF_FFFF
 
