@@ -861,6 +861,25 @@ def linked_list(L, ws, nodes, head, total, length):
 
 
 @kernel()
+def pointer_select(L, ws, a, b, sel, out):
+    for c in ctas(L):
+        th = cta_threads(L, c)
+        n = len(th)
+
+        def target(s):                # (buffer, index) or None for null
+            return None if s == 0 else (a, s - 1) if s > 0 else (b, -s - 1)
+        for t in th:
+            T = t.tid[0]
+            p = target(sel[(T + 1) % n])
+            out[T] = -1 if p is None else p[0][p[1]]
+        for t in th:                  # after the second barrier
+            T = t.tid[0]
+            s = sel[(T + 1) % n]
+            if s < 0:
+                b[-s - 1] = s32(b[-s - 1] + 100)
+
+
+@kernel()
 def pointer_table(L, ws, base, sel, out):
     for c in ctas(L):
         th = cta_threads(L, c)

@@ -1,7 +1,9 @@
 """Everyday idioms on the machine (issue 22), each small enough to run on
 every engine in CI: the lane and warp specials, bytes stored by four lanes
 into one shared word, a 64-bit atomic whose high word leaves its buffer
-(the same trap from `ref`, `simt` and `tensor`), and vector accesses. The
+(the same trap from `ref`, `simt` and `tensor`), vector accesses, and
+pointers held as values (the reference engine's addresses; a null or
+past-the-end one loaded from memory traps). The
 examples (examples/, `test_simt.accepted_cases`) hold the same idioms in
 full kernels from nvcc and clang."""
 
@@ -127,6 +129,71 @@ SHARED64 = HEADER + """
 """
 
 
+#: nvcc -O3 of: each thread parks a pointer into a or b (or null) by its
+#: selector in a __shared__ table, then writes its neighbour's as an integer
+#: (`addr[t] = (u64)p`) and reads through it (`out[t] = *p`)
+POINTER_VALUES = HEADER + """
+.visible .entry k(
+	.param .u64 k_param_0,
+	.param .u64 k_param_1,
+	.param .u64 k_param_2,
+	.param .u64 k_param_3,
+	.param .u64 k_param_4
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<11>;
+	.reg .b64 	%rd<25>;
+	.shared .align 8 .b8 _ZZ1kE4slot[64];
+	ld.param.u64 	%rd5, [k_param_0];
+	ld.param.u64 	%rd6, [k_param_1];
+	ld.param.u64 	%rd10, [k_param_2];
+	ld.param.u64 	%rd7, [k_param_3];
+	ld.param.u64 	%rd8, [k_param_4];
+	mov.u32 	%r2, %tid.x;
+	cvt.u64.u32 	%rd1, %r2;
+	cvta.to.global.u64 	%rd11, %rd10;
+	mul.wide.u32 	%rd12, %r2, 4;
+	add.s64 	%rd13, %rd11, %rd12;
+	ld.global.u32 	%r1, [%rd13];
+	mov.u64 	%rd24, 0;
+	setp.eq.s32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB0_4;
+	setp.gt.s32 	%p2, %r1, 0;
+	@%p2 bra 	$L__BB0_3;
+	bra.uni 	$L__BB0_2;
+$L__BB0_3:
+	add.s32 	%r3, %r1, -1;
+	mul.wide.s32 	%rd16, %r3, 4;
+	add.s64 	%rd24, %rd5, %rd16;
+	bra.uni 	$L__BB0_4;
+$L__BB0_2:
+	mul.wide.s32 	%rd14, %r1, 4;
+	xor.b64  	%rd15, %rd14, -4;
+	add.s64 	%rd24, %rd6, %rd15;
+$L__BB0_4:
+	cvt.u32.u64 	%r4, %rd1;
+	shl.b32 	%r5, %r4, 3;
+	mov.u32 	%r6, _ZZ1kE4slot;
+	add.s32 	%r7, %r6, %r5;
+	st.shared.u64 	[%r7], %rd24;
+	bar.sync 	0;
+	xor.b32  	%r8, %r5, 8;
+	add.s32 	%r9, %r6, %r8;
+	ld.shared.u64 	%rd17, [%r9];
+	cvta.to.global.u64 	%rd18, %rd8;
+	shl.b64 	%rd19, %rd1, 3;
+	add.s64 	%rd20, %rd18, %rd19;
+	st.global.u64 	[%rd20], %rd17;
+	ld.u32 	%r10, [%rd17];
+	cvta.to.global.u64 	%rd21, %rd7;
+	shl.b64 	%rd22, %rd1, 2;
+	add.s64 	%rd23, %rd21, %rd22;
+	st.global.u32 	[%rd23], %r10;
+	ret;
+}
+"""
+
 def _run(tmp_path, text: str, launch: dict, engine: str, capsys) -> tuple[int, str, str]:
     ptx, spec = tmp_path / "k.ptx", tmp_path / "k.json"
     ptx.write_text(text)
@@ -197,3 +264,40 @@ def test_a_pair_atomic_whose_high_word_leaves_its_buffer_traps(tmp_path, capsys)
                       r"\(words \d+\.\.(\d+)\)", messages["simt"])
     assert found and int(found[1]) == int(found[2]) + 1
     assert "Traceback" not in "".join(messages.values())
+
+
+def _pointer_launch(sel: list[int]) -> dict:
+    return {"grid": [1, 1, 1], "block": [len(sel), 1, 1],
+            "args": [{"type": "s32*", "data": [11, 12, 13, 14]},
+                     {"type": "s32*", "data": [21, 22, 23]},
+                     {"type": "s32*", "data": sel},
+                     {"type": "s32*", "data": [0] * len(sel)},
+                     {"type": "u64*", "data": [0] * len(sel)}]}
+
+
+@pytest.mark.parametrize("engine", ["simt", "tensor"])
+def test_pointers_held_as_values_are_the_reference_addresses(tmp_path, capsys, engine):
+    """Pointers into two buffers, parked in shared memory and loaded back:
+    read through, and written out as integers, they equal `ref`'s."""
+    launch = _pointer_launch([1, -3, 4, -1])
+    ref = _run(tmp_path, POINTER_VALUES, launch, "ref", capsys)
+    assert ref[0] == 0, ref[2]
+    assert json.loads(ref[1])["buffers"][3] == [23, 11, 21, 14]
+    assert _run(tmp_path, POINTER_VALUES, launch, engine, capsys) == ref
+
+
+@pytest.mark.parametrize("sel, lane, why", [
+    ([1, 0, 4, -1], 0, r"address 0x0 \(null\) is outside every buffer"),
+    # one past a's end: on the machine the next word is b's first, yet it traps
+    ([1, 5, 4, -1], 0, r"address 0x[0-9a-f]+ is outside every buffer"),
+])
+def test_a_bad_pointer_loaded_from_memory_traps(tmp_path, capsys, sel, lane, why):
+    messages = {}
+    for engine in ("ref", "simt", "tensor"):
+        status, _, err = _run(tmp_path, POINTER_VALUES, _pointer_launch(sel), engine, capsys)
+        assert status == 3, err
+        messages[engine] = err
+    assert messages["simt"] == messages["tensor"]
+    assert re.search(rf"out-of-bounds simt.ld .*ld.u32 .* by warp 0 lane {lane} .*{why}",
+                     messages["simt"]), messages["simt"]
+    assert "out-of-bounds" in messages["ref"]

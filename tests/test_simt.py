@@ -59,7 +59,9 @@ ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_sig
                  "last_block_reduce", "radix_split", "rank_lanemask", "run_length",
                  "shared_s16", "shared_u8_flags", "shfl_xor_warpid", "splitmix64",
                  "stream_compact", "transpose_pad", "warp_agg_atomic", "warp_agg_laneid",
-                 "warp_scan_shfl")
+                 "warp_scan_shfl",
+                 # pointers held as values: stored, loaded back, null, located at run time
+                 "linked_list", "pointer_table", "pointer_select")
 #: examples the machine runs from one compiler only: clang reads pack_bytes's
 #: uchar4 buffer as whole words, and the machine keeps a byte buffer one byte
 #: per word
@@ -394,15 +396,23 @@ def test_divergent_lanes_reconverge_by_min_pc(ctx):
     assert result.stats["exec_steps"] == 6      # entry, detour 1 + 3 (lane 0), join
 
 
-def test_byte_offsets_are_refused(tmp_path):
+def test_byte_offsets_are_located_and_trap_when_misaligned(tmp_path):
+    """A pointer plus bytes that are not whole words is a value, located where
+    it is used: an aligned address runs, a misaligned one traps as in `ref`."""
     src = (REPO / "testsuite" / "inputs" / "simt" / "byte_offset.ptx").read_text()
-    for scale, ok in (("2", False), ("4", True), ("8", True), ("12", True), ("6", False)):
+    launch = load_launch({"kernel": "half", "grid": [1, 1, 1], "block": [2, 1, 1],
+                               "args": [{"type": "u32*", "data": [0, 0]}]})
+    for scale, located in (("2", True), ("4", False), ("8", False), ("6", True)):
         path = tmp_path / f"k{scale}.ptx"
         path.write_text(src.replace("%r1, 2;", f"%r1, {scale};"))
-        if ok:
-            compile_simt(path)
-        else:
-            assert "not a multiple of 4" in _apply_error(PIPELINE, path)
+        module = compile_simt(path)
+        kernel = simt.kernels_of(module)[0]
+        assert (kernel.pointer_values is not None) == located
+        if scale in ("2", "6"):     # thread 1 stores 2 or 6 bytes past the buffer's start
+            with pytest.raises(Trap, match=r"misaligned .* tid \(1,0,0\).*not a multiple of 4"):
+                run_simt(module, launch)
+            with pytest.raises(Trap, match=r"misaligned"):
+                run_ref(driver.load(str(path))[1], launch)
 
 
 # -------------------------------------------------------------- command line

@@ -10,6 +10,7 @@ from qgc.dialects.simt import GuardAttr, RegAttr
 from qgc.passes.ptx_to_simt import legalize as lg
 from qgc.passes.ptx_to_simt.common import unsupported
 from qgc.passes.ptx_to_simt.legalize import Emitter, Wide, to_i32
+from qgc.passes.ptx_to_simt.wide import HoldsPointerValues
 
 
 class AddressArithmetic:
@@ -89,8 +90,8 @@ class AddressArithmetic:
         single = self.def_count[dst.name] == 1
         if isinstance(offset, ptx.Imm) and not offset.is_float:
             if offset.value % unit:
-                raise unsupported(inst, inst.opcode.data, f"a 64-bit constant offset that is "
-                                  f"not a multiple of {unit} bytes from a pointer")
+                return self.bytes_past(inst, guard, offset, f"a 64-bit constant offset that "
+                                       f"is not a multiple of {unit} bytes from a pointer")
             words = offset.value // unit * (1 if base == "add" else -1)
             if words == 0:
                 return self.view(inst, guard, ptr)
@@ -101,11 +102,26 @@ class AddressArithmetic:
                               "plus an offset")
         e = Emitter(self.fresh, guard, (own,))
         if offset.scale % unit:
-            raise unsupported(inst, inst.opcode.data, _not_words(offset.scale, unit))
+            return self.bytes_past(inst, guard, offset, _not_words(offset.scale, unit))
         words = lg.materialize(e, lg.replace(offset, scale=offset.scale // unit))[0]
         self.define_wide(inst, dst.name, Wide("ptr", own, ptr.prov, stable=single))
         e.ops.append(simt.AluOp(base, own, [ptr.vreg, words], guard))
         return e.ops
+
+
+    def bytes_past(self, inst: ptx.InstOp, guard: GuardAttr | None, offset: ptx.Operand | Wide,
+                   why: str) -> list[Operation]:
+        """A pointer plus a byte offset that is not a whole number of its
+        buffer's words: a value (located where it is used), so its register
+        holds pointers as values."""
+        dst, a_op, b_op = inst.operands_decoded
+        if not isinstance(dst, ptx.Reg) or isinstance(offset, Wide) and offset.kind != "int":
+            raise unsupported(inst, inst.opcode.data, why)
+        if dst.name not in self.values:
+            raise HoldsPointerValues(dst.name)
+        e = self.emitter(guard, dst.name)
+        pa, pb = self.pair_of(inst, e, a_op), self.pair_of(inst, e, b_op)
+        return self.set_int(inst, e, lg.add_pairs(e, pa, pb, inst.op.base == "sub"))
 
 
 def _not_words(scale: int, unit: int = 4) -> str:

@@ -13,8 +13,9 @@ from qgc.passes.ptx_to_simt.legalize import Emitter, Wide
 
 
 class HoldsPointerValues(Exception):
-    """Register `name` holds both pointers and 64-bit integers: select the
-    kernel again with its pointers as values (`WideOps.as_value`)."""
+    """Register `name` holds both pointers and 64-bit integers, or a pointer
+    plus bytes that are not whole words: select the kernel again with its
+    pointers as values (`WideOps.as_value`)."""
 
     def __init__(self, name: str):
         super().__init__(name)

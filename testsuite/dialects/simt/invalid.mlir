@@ -22,3 +22,24 @@ builtin.module {
     simt.exit
   }
 }
+
+// -----
+
+// A located access (a 64-bit byte address) names no buffer, and is global.
+builtin.module {
+  simt.kernel @k(ptr a) lanes 4 mem_words 128 pointer_values {
+    // expected-error@+1 {{a located access has a 64-bit byte address and no buffer: the machine finds its buffer at run time}}
+    simt.ld r0, global[r1:r2 + 0] buffer 0
+    simt.exit
+  }
+}
+
+// -----
+
+builtin.module {
+  simt.kernel @k(ptr a) lanes 4 mem_words 128 pointer_values {
+    // expected-error@+1 {{only a global access takes a 64-bit byte address}}
+    simt.ld r0, shared[r1:r2 + 0]
+    simt.exit
+  }
+}

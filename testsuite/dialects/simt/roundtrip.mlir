@@ -23,6 +23,12 @@ builtin.module {
     simt.st global[r4 + 1], r5 buffer 0
     simt.exit
   }
+  simt.kernel @chase(ptr nodes) lanes 4 mem_words 128 pointer_values {
+    simt.ld r1, global[r2:r3 + 4]
+    simt.st global[r2:r3 + 0], r1 guard p0
+    simt.atom "min.s" r4:r5, global[r2:r3 + 8], r6:r7
+    simt.exit
+  }
 }
 
 // CHECK:      simt.kernel @dot(ptr a, ptr b, ptr "$c", u32 n) lanes 4 mem_words 128 max_blocks 32 max_ops 8 regs 15 preds 8 {
@@ -36,4 +42,11 @@ builtin.module {
 // CHECK-NEXT: ^bb1:
 // CHECK-NEXT:   simt.st global[r4 + 1], r5 buffer 0
 
+// A located access: a pointer held as a value, low word first.
+// CHECK:      simt.kernel @chase(ptr nodes) lanes 4 mem_words 128 pointer_values {
+// CHECK-NEXT:   simt.ld r1, global[r2:r3 + 4]
+// CHECK-NEXT:   simt.st global[r2:r3 + 0], r1 guard p0
+// CHECK-NEXT:   simt.atom "min.s" r4 : r5, global[r2:r3 + 8], r6 : r7
+
 // CHECK-GENERIC: "simt.ld"() <{dst = #simt.reg<r5>, space = "global", base = #simt.reg<r4>, offset = -2 : i64, buffer = 1 : i64, guard = #simt.guard<!p0>}> : () -> ()
+// CHECK-GENERIC: "simt.ld"() <{dst = #simt.reg<r1>, space = "global", base = #simt.reg<r2>, base_hi = #simt.reg<r3>, offset = 4 : i64}> : () -> ()
