@@ -57,6 +57,8 @@ class MemoryAccesses:
                               "a pointer parameter")
         assert ptr.prov is not None
         unit = self.units.get(ptr.prov, 4)
+        if t in SUBWORD and unit == 4:      # a byte or halfword of a word buffer
+            return self.located(inst, guard, ptr, addr.offset, rest)
         if addr.offset % unit:
             raise unsupported(inst, inst.opcode.data, f"a byte offset ({addr.offset}) that is "
                               f"not a multiple of {unit}")
@@ -96,16 +98,19 @@ class MemoryAccesses:
         holds its byte address at run time (`simt.MemoryOp.located`)."""
         self.pointer_values = True
         e = Emitter(self.fresh, None)
-        lo, hi = lg.materialize(e, address)
-        if offset < 0:              # the ops' offsets count up from the address
+        lo, hi = self.pointer_value(e, address) if address.kind == "ptr" else \
+            lg.materialize(e, address)
+        sub = inst.op.type in SUBWORD
+        if offset < 0 or offset and sub:    # the ops' offsets count up from the address
             lo, hi = lg.add_pairs(e, (lo, hi), lg.const_pair(offset))
             offset = 0
         lo, hi = (w if isinstance(w, RegAttr) else e.alu("mov", [w], e.temp()) for w in (lo, hi))
-        ops = e.ops + self.global_access(inst, guard, _Words("global", lo, offset, None, 4),
-                                         rest)
+        at = _Words("global", lo, offset, None, 4)
+        ops = e.ops + (self.packed_sub(inst, guard, "global", lo, 0) if sub else
+                       self.global_access(inst, guard, at, rest))
         for op in ops:
             if isinstance(op, simt.MemoryOp) and op.space.data == "global" and \
-                    op.buffer is None and op.base == lo:
+                    op.buffer is None and not op.is_located:
                 op.located(hi)
         return ops
 
@@ -269,7 +274,7 @@ class MemoryAccesses:
             raise unsupported(inst, inst.opcode.data, "a shared address that is not a "
                               "shared variable plus an offset")
         if sub:
-            return pre + self.shared_sub(inst, guard, reg, offset)
+            return pre + self.packed_sub(inst, guard, "shared", reg, offset)
         if wide:
             return pre + self.memory64(inst, guard, _Words("shared", reg, offset, None, 4), rest)
         if base == "ld":
@@ -299,12 +304,13 @@ class MemoryAccesses:
         wide.ops, wide.temps = e.ops, e.temps
         return self.set_int(inst, wide, (low, self.high_word(wide, low, t)))
 
-    def shared_sub(self, inst: ptx.InstOp, guard: GuardAttr | None, reg: RegAttr,
+    def packed_sub(self, inst: ptx.InstOp, guard: GuardAttr | None, space: str, reg: RegAttr,
                    offset: int) -> list[Operation]:
-        """A byte or halfword of shared memory, packed in its word: a load
-        extracts it, a store inserts it (`atom "ins"`, so lanes storing into
-        one word keep each other's bytes). A halfword's word address keeps
-        bit 0 of its byte address, so an odd one traps as misaligned."""
+        """A byte or halfword packed in its word (shared memory, or a located
+        word buffer): a load extracts it, a store inserts it (`atom "ins"`, so
+        lanes storing into one word keep each other's bytes). A halfword's
+        word address keeps bit 0 of its byte address, so an odd one traps as
+        misaligned."""
         t, args = inst.op.type or "", inst.operands_decoded
         bits = ptx.TYPE_BITS[t]
         e = Emitter(self.fresh, guard)
@@ -313,10 +319,10 @@ class MemoryAccesses:
         shift = e.alu("shl", [e.alu("and", [at, 3]), 3])
         if inst.op.base == "ld":
             loaded = e.temp()
-            e.ops.append(simt.LdOp(loaded, "shared", word, 0, None, guard))
+            e.ops.append(simt.LdOp(loaded, space, word, 0, None, guard))
             return self.put_loaded_sub(inst, e, e.alu("shr.u", [loaded, shift]), None)
         element = self.get_sub(inst, e, args[1], t, False)      # within its bits already
-        e.ops.append(simt.AtomOp("ins", e.temp(), "shared", word, 0, e.alu("shl", [element, shift]),
+        e.ops.append(simt.AtomOp("ins", e.temp(), space, word, 0, e.alu("shl", [element, shift]),
                                  None, guard, e.alu("shl", [(1 << bits) - 1, shift])))
         return e.ops
 

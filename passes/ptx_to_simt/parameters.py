@@ -19,8 +19,10 @@ class KernelParameters:
     def _classify_params(self, insts: list[ptx.InstOp]) -> None:
         """A 64-bit parameter is a pointer when its value is converted by
         `cvta` or used as an address, else a 64-bit scalar; a pointer's
-        buffer is word-addressed unless every access is 1 or 2 bytes wide
-        (then one element per word: `ptr8`, `ptr16`)."""
+        buffer is word-addressed unless every access is 1 byte wide, or every
+        one 2 (then one element per word: `ptr8`, `ptr16`); a word buffer
+        also accessed in bytes or halfwords holds them packed, as they lie in
+        memory (those accesses are located: `MemoryAccesses.located`)."""
         wide = {name: i for i, (name, t) in enumerate(self.params) if t == "ptr"}
         pointers, sizes = _pointer_uses(insts, wide)
         for name, i in wide.items():
@@ -28,14 +30,7 @@ class KernelParameters:
                 self.params[i] = (name, "u64")
                 continue
             widths = sizes.get(i, {})
-            if len(set(widths) - {4, 8}) and len(widths) > 1:
-                wide_w = max(widths)
-                narrow = " and ".join(f"{8 * w}-bit" for w in sorted(widths) if w != wide_w)
-                raise unsupported(widths[wide_w], widths[wide_w].opcode.data,
-                                  f"a {8 * wide_w}-bit access to buffer '{name}', which is also "
-                                  f"accessed with {narrow} elements: the machine keeps such a "
-                                  "buffer one element per word")
-            unit = min(widths, default=4)
+            unit = min(widths, default=4) if len(widths) == 1 or not set(widths) - {4, 8} else 4
             self.params[i] = (name, {1: "ptr8", 2: "ptr16"}.get(unit, "ptr"))
         self.units = {i: simt.POINTER_TYPES[t] for i, (_, t) in enumerate(self.params)
                       if t in simt.POINTER_TYPES}

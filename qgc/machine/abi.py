@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.ir import Operation
 
@@ -80,6 +80,7 @@ class Layout:
     shared_base: int = 0          # first word of CTA 0's shared memory
     shared_words: int = 0         # words of shared memory per CTA
     spill: SpillArea | None = None  # the threads' spill slots, after the shared windows
+    packed: set[int] = field(default_factory=set)   # byte/halfword buffers packed in words
 
     def regions(self, kernel: simt.KernelOp) -> dict[str, int]:
         out = {"params": len(kernel.params), "bounds": self.bounds}
@@ -135,10 +136,19 @@ def _check_arg(i: int, arg, pname: str, ptype: str) -> None:
             raise LaunchError(f"args[{i}]: {arg.type} buffers are not yet supported by the "
                               "machine")
         size = TYPE_SIZES[arg.type]
-        if (unit == 4) != (size >= 4) or unit < 4 and size != unit:
-            access = "in 32-bit words" if unit == 4 else f"in {8 * unit}-bit elements"
+        if unit < 4 and size != unit:
             raise LaunchError(f"args[{i}]: a {arg.spelled} buffer cannot be passed to "
-                              f"parameter '{pname}', which the kernel accesses {access}")
+                              f"parameter '{pname}', which the kernel accesses in "
+                              f"{8 * unit}-bit elements")
+        if unit == 4 and len(arg.data or []) * size % 4:
+            raise LaunchError(f"args[{i}]: a {arg.spelled} buffer of "
+                              f"{len(arg.data or []) * size} bytes cannot be passed to "
+                              f"parameter '{pname}', which the kernel accesses in 32-bit words: "
+                              "the machine packs its bytes into whole words")
+        if unit == 4 and arg.offset * size % 4:
+            raise LaunchError(f"args[{i}]: offset {arg.offset} into a {arg.spelled} buffer that "
+                              f"the kernel accesses in 32-bit words: the machine needs a whole "
+                              "word")
         return
     if arg.pointer:
         raise LaunchError(f"args[{i}]: a pointer ({arg.spelled}) cannot be passed to "
@@ -166,7 +176,7 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
     cursor = area
     for i in pointers:
         bases[i] = cursor
-        sizes[i] = len(launch.args[i].data or []) * words_per_element(launch.args[i].type)
+        sizes[i] = len(buffer_words(launch.args[i], params[i][1]))
         cursor += sizes[i]
     shared_base, shared = cursor, kernel.shared_window(launch.dynamic_shared_bytes)
     ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
@@ -188,10 +198,8 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
     words = [0] * capacity
     for i, arg in enumerate(launch.args):
         if i in bases:
-            per = words_per_element(arg.type)
-            words[i] = (bases[i] + arg.offset * per) & M32
-            for k, v in enumerate(arg.data or []):
-                words[bases[i] + per * k:bases[i] + per * (k + 1)] = encode_element(arg.type, v)
+            words[i] = (bases[i] + offset_words(arg, params[i][1])) & M32
+            words[bases[i]:bases[i] + sizes[i]] = buffer_words(arg, params[i][1])
             bw = kernel.bounds_word(i)
             words[bw], words[bw + 1] = bases[i], sizes[i]
         else:
@@ -201,8 +209,28 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
                 words[kernel.high_word(i)] = value[1]
     if kernel.pointer_values is not None:
         _write_ref_words(kernel, launch, bases, words)
+    packed = {i for i in pointers if params[i][1] == "ptr" and TYPE_SIZES[launch.args[i].type] < 4}
     return Layout(words, bases, sizes, len(params), 2 * len(pointers), total, shared_base,
-                  shared, spill)
+                  shared, spill, packed)
+
+
+def offset_words(arg, ptype: str) -> int:
+    """The launch's element offset into a buffer argument, in words (whole
+    words in a packed buffer: `_check_arg`)."""
+    if ptype == "ptr" and TYPE_SIZES[arg.type] < 4:
+        return arg.offset * TYPE_SIZES[arg.type] // 4
+    return arg.offset * words_per_element(arg.type)
+
+
+def buffer_words(arg, ptype: str) -> list[int]:
+    """A buffer argument's machine words: one element per word (or two) in
+    its own width; bytes and halfwords packed little-endian in a word buffer."""
+    data = arg.data or []
+    if ptype == "ptr" and TYPE_SIZES[arg.type] < 4:
+        raw = b"".join(encode_element(arg.type, v)[0].to_bytes(TYPE_SIZES[arg.type], "little")
+                       for v in data)
+        return [int.from_bytes(raw[k:k + 4], "little") for k in range(0, len(raw), 4)]
+    return [w for v in data for w in encode_element(arg.type, v)]
 
 
 def _write_ref_words(kernel: simt.KernelOp, launch: Launch, bases: dict[int, int],
@@ -228,6 +256,12 @@ def read_buffers(launch: Launch, layout: Layout, word: Callable[[int], int]
             buffers.append(None)
             continue
         base, per = layout.bases[i], words_per_element(arg.type)
+        if i in layout.packed:
+            size = TYPE_SIZES[arg.type]
+            raw = b"".join(word(base + k).to_bytes(4, "little") for k in range(layout.sizes[i]))
+            buffers.append([decode_element(arg.type, [int.from_bytes(raw[k:k + size], "little")])
+                            for k in range(0, len(raw), size)])
+            continue
         buffers.append([decode_element(arg.type, [word(base + k + j) for j in range(per)])
                         for k in range(0, layout.sizes[i], per)])
     return buffers
