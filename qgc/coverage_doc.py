@@ -27,7 +27,7 @@ from qgc.pipeline import stage
 
 GRAMMAR = Path(__file__).parent / "frontend" / "ptx.lark"
 #: The engines/stages of the census, in column order.
-ENGINES = ("ref", "simt")
+ENGINES = ("ref", "simt", "tensor", "model")
 #: Each menu of the `simt` dialect: the op class that reads it (for `MemoryOp`,
 #: every op of that kind) and the table that defines it (in the machine's
 #: opcode table `qgc.machine.opcodes`, else in the dialect `dialects/simt/`);
@@ -82,7 +82,18 @@ def census(files: list[Path]) -> tuple[dict[str, set[str]], dict[str, dict[str, 
                 users[op.opcode.data].add(name)
         accepted["ref"][name] = ref_accepts(module)
         accepted["simt"][name] = simt_accepts(ctx, module)
+        accepted["tensor"][name] = accepted["model"][name] = \
+            accepted["simt"][name] and tensor_lowers(module)
     return users, accepted
+
+
+def tensor_lowers(module: builtin.ModuleOp) -> bool:
+    """Whether `convert-simt-to-tensor` has a circuit for every op of the
+    compiled kernels (`LOWERED_OPS`); the weights (`model`) are that tensor
+    program's, so the same kernels run there."""
+    from qgc.passes.simt_to_tensor.blocks import LOWERED_OPS
+    return all(isinstance(op, LOWERED_OPS) for kernel in simt.kernels_of(module)
+               for block in kernel.body.blocks for op in block.ops)
 
 
 def census_lines(files: list[Path]) -> list[str]:
@@ -93,10 +104,14 @@ def census_lines(files: list[Path]) -> list[str]:
            f"{len(users)} distinct opcodes over {len(files)} PTX files: "
            f"{sum(accepted['ref'].values())} accepted whole by `ref`, "
            f"{sum(accepted['simt'].values())} compiled by the `simt` stage "
-           "(`stage(\"simt\")` of `qgc/pipeline.py`). An engine's column says `yes` when it accepts "
-           "every file that uses the opcode: a `no` may come from another opcode of a file.",
+           "(`stage(\"simt\")` of `qgc/pipeline.py`), "
+           f"{sum(accepted['tensor'].values())} of them lowered to `tensor` (every op of the "
+           "compiled kernel has a circuit of `convert-simt-to-tensor`) and so run by `model` "
+           "(the tensor program's weights: docs/machine.md gives each kernel's layers, and "
+           "`make test-full` replays every example there). A level's column says `yes` when "
+           "it accepts every file that uses the opcode: a `no` may come from another opcode "
+           "of a file.",
            "",
-           "The `tensor` and `model` levels are documented in docs/machine.md.", "",
            "| opcode | kernels | " + " | ".join(ENGINES) + " |",
            "|---|---:|" + "---|" * len(ENGINES)]
     for opcode in sorted(users):

@@ -510,6 +510,12 @@ def test_random_atomic_programs_agree_with_the_oracle():
     _random_programs_agree("atomic", 40)
 
 
+def test_random_pointer_programs_agree_with_the_oracle():
+    """Pointers held as values: parked in shared memory, compared with null,
+    read and added to through (located accesses)."""
+    _random_programs_agree("pointer", 30)
+
+
 # ------------------------------------------------------- the shared suite
 
 #: integer kernels of ../shared/kernels the machine runs (both compilers); the

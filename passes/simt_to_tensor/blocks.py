@@ -21,6 +21,13 @@ from qgc.passes.simt_to_tensor.step_values import (
 )
 
 
+
+#: the machine ops a block's lowering has circuits for (`lower_op`), and its
+#: terminators (`terminator`): the coverage doc's tensor column checks a
+#: kernel's ops against them
+LOWERED_OPS = (simt.LdOp, simt.StOp, simt.AtomOp, simt.WarpOp, simt.SpecialOp, simt.SetpOp,
+               simt.PredOp, simt.AluOp, *simt.TERMINATORS)
+
 class Blocks:
     """The block's ops (scalar ones here; memory, warp ops and atomics in
     their mixins)."""

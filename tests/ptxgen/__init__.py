@@ -20,7 +20,7 @@ for a scalar.
 Modules: `values` (bit patterns and the strategies that draw them), `records`
 (instruction records, `Kernel`, PTX printing), `oracle`, `common` (pieces every
 family uses), and the families: `integer` (int32, int64), `floating` (f32),
-`control_flow` (branch), `memory` (shared, atomic).
+`control_flow` (branch), `memory` (shared, atomic), `pointers` (pointer).
 
 Families (FAMILIES):
   int32   straight-line 32-bit integer DAGs: add sub mul.lo/hi mad.lo and or xor not
@@ -44,6 +44,11 @@ Families (FAMILIES):
   int64   add sub mul.lo/hi and or xor not neg shl shr min max setp+selp on
           .s64/.u64/.b64, popc/clz/brev.b64, mul.wide.s32/.u32, cvt between widths,
           ld/st.global.u64
+  pointer pointers held as values: a pointer into one of 2-3 buffers or null, picked by
+          a loaded selector (selp.b64 or a guarded mov.b64), parked in a .shared table
+          of 64-bit slots, read back by a neighbour after `bar.sync`, compared with
+          null (setp.ne.u64) and read through (a guarded ld.global.u32); with one CTA
+          also atom.global.add through it after a second barrier
 
 Every launch has 1-16 threads in 1-2 CTAs; the results never depend on the warp
 size (no shuffles or votes, barriers only in uniform code). No computed value is
@@ -74,6 +79,7 @@ from ptxgen.control_flow import branch_programs
 from ptxgen.floating import f32_programs
 from ptxgen.integer import int32_programs, int64_programs
 from ptxgen.memory import atomic_programs, shared_programs
+from ptxgen.pointers import pointer_programs
 from ptxgen.oracle import run_oracle
 from ptxgen.records import MAX_THREADS, GeneratedProgram
 
@@ -86,6 +92,7 @@ _FAMILY_STRATEGIES = {
     "shared": shared_programs,
     "atomic": atomic_programs,
     "int64": int64_programs,
+    "pointer": pointer_programs,
 }
 FAMILIES: list[str] = list(_FAMILY_STRATEGIES)
 

@@ -43,7 +43,7 @@ from ptxgen.values import data, raw32
 _ELEMENT = {4: "u32", 2: "u16", 1: "u8"}
 
 
-def _shared_slot(k: Kernel, smem: Sym, index: Reg, wide: bool, size: int = 4) -> Reg:
+def shared_slot(k: Kernel, smem: Sym, index: Reg, wide: bool, size: int = 4) -> Reg:
     """The shared address of element `index` (of `size` bytes) of smem
     (32-bit or 64-bit addressing)."""
     if wide:
@@ -71,7 +71,7 @@ def _shared_read(draw, k: Kernel, pool: Pool, ids: ThreadIds, smem: Sym, wide: b
         k.emit("add", (), "s32", t, ids.tid, small_imm(d))
         k.emit("rem", (), "u32", neighbour, t, ids.ntid)
         k.emit("ld", "shared", _ELEMENT[size], value,
-               Mem(_shared_slot(k, smem, neighbour, wide, size)))
+               Mem(shared_slot(k, smem, neighbour, wide, size)))
     pool.b32.append(value)
 
 
@@ -85,7 +85,7 @@ def shared_programs(draw, limits: Limits = DEFAULT_LIMITS) -> GeneratedProgram:
     smem = k.shared_array(k.block, module_scope=draw(st.booleans()), typed=draw(st.booleans()))
     wide = draw(st.booleans())
     size = draw(st.sampled_from(sorted(_ELEMENT)))
-    own = _shared_slot(k, smem, ids.tid, wide, size)
+    own = shared_slot(k, smem, ids.tid, wide, size)
     for round_ in range(draw(st.integers(1, 2))):
         for _ in range(draw(st.integers(0, 2))):
             int_op(draw, k, pool)
