@@ -20,8 +20,6 @@ from qgc.passes.simt_to_tensor.step_values import (
     unsupported,
 )
 
-
-
 #: the machine ops a block's lowering has circuits for (`lower_op`), and its
 #: terminators (`terminator`): the coverage doc's tensor column checks a
 #: kernel's ops against them

@@ -79,8 +79,8 @@ from ptxgen.control_flow import branch_programs
 from ptxgen.floating import f32_programs
 from ptxgen.integer import int32_programs, int64_programs
 from ptxgen.memory import atomic_programs, shared_programs
-from ptxgen.pointers import pointer_programs
 from ptxgen.oracle import run_oracle
+from ptxgen.pointers import pointer_programs
 from ptxgen.records import MAX_THREADS, GeneratedProgram
 
 __all__ = ["FAMILIES", "GeneratedProgram", "programs", "run_oracle"]
