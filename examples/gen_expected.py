@@ -861,6 +861,28 @@ def linked_list(L, ws, nodes, head, total, length):
 
 
 @kernel()
+def local_hist(L, ws, inp, out, n):
+    for t in all_threads(L):
+        T = gid(t)
+        bins = [0] * 8
+        for i in range(n):
+            bins[inp[T * n + i] & 7] += 1
+        best = max(range(8), key=lambda k: (bins[k], -k))
+        out[T] = best * 100 + bins[best]
+
+
+@kernel()
+def local_sort(L, ws, rows, length, out, mid):
+    for t in all_threads(L):
+        T = t.tid[0]
+        m = length[T]
+        v = sorted(rows[6 * T + k] if k < m else 0x7FFFFFFF for k in range(6))
+        for k in range(6):
+            out[6 * T + k] = v[k]
+        mid[T] = s32(v[2] + v[3])
+
+
+@kernel()
 def pointer_select(L, ws, a, b, sel, out):
     for c in ctas(L):
         th = cta_threads(L, c)

@@ -70,7 +70,8 @@ def ptx_lines(module: builtin.ModuleOp) -> list[str]:
 
 def simt_kernel_stats(kernel) -> dict[str, object]:
     """Blocks, ops per block, registers used (distinct physical or virtual),
-    virtual registers spilled and spill words per thread (allocation's)."""
+    virtual registers spilled and spill words per thread (allocation's), the
+    words of each thread's `.local` frame."""
     from qgc.dialects import simt
     blocks = list(kernel.body.blocks)
     ops = [len(b.ops) - 1 for b in blocks]
@@ -79,7 +80,8 @@ def simt_kernel_stats(kernel) -> dict[str, object]:
             "mean_ops": sum(ops) / len(ops) if ops else 0.0,
             "registers": sum(1 for r in regs if not r.is_pred),
             "predicates": sum(1 for r in regs if r.is_pred),
-            "spilled": kernel.limit("spilled") or 0, "spill_words": kernel.spill_size}
+            "spilled": kernel.limit("spilled") or 0, "spill_words": kernel.spill_size,
+            "local_words": kernel.local_size}
 
 
 #: the machine limits a simt kernel's stats are read against
@@ -101,6 +103,8 @@ def simt_line(r: dict) -> str:
         return f" of {limit}" if limit is not None else ""
     spills = (f", registers spilled {r['spilled']} (spill words {r['spill_words']} per "
               "thread)") if r["allocated"] else ""
+    if r["local_words"]:
+        spills += f", local frame {r['local_words']} words per thread"
     return (f"qgc info: kernel '{r['kernel']}' (simt level): {r['blocks']} blocks"
             f"{of('max_blocks')}, {r['ops']} ops, ops per block max {r['max_ops']}"
             f"{of('max_ops')} mean {r['mean_ops']:.2f}, registers {r['registers']}"

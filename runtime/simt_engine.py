@@ -271,7 +271,8 @@ class _Compiler:
                 for lane in lanes(w):
                     w.r[lane][d] = mem[offset]
             return ld_param
-        addressing = {"shared": self.shared_address, "spill": self.spill_address}.get(
+        addressing = {"shared": self.shared_address, "local": self.local_address,
+                      "spill": self.spill_address}.get(
             op.space.data, self.global_address)
         address = addressing(op)
         if isinstance(op, simt.LdOp):
@@ -300,6 +301,27 @@ class _Compiler:
         def word(w: Warp, lane: int) -> int:
             return area.word(w.cta, w.index * simt.LANES + lane, slot)
         return word
+
+    def local_address(self, op: simt.MemoryOp, extra: int = 0) -> Callable[[Warp, int], int]:
+        """Byte address in the executing thread's `.local` frame → the machine
+        word (after the thread's spill slots)."""
+        offset, what = op.offset.value.data + 4 * extra, describe(op)
+        base = self.slot(op.base) if op.base is not None else None
+        area, frame = self.layout.spill, self.kernel.local_size
+        first = self.kernel.spill_size
+
+        def address(w: Warp, lane: int) -> int:
+            a = ((w.r[lane][base] if base is not None else 0) + offset) & M32
+            if a % 4:
+                raise Trap(f"trap: misaligned {what} by {w.who(lane)}: local byte address "
+                           f"{a} is not a multiple of 4")
+            if a >= 4 * frame:
+                raise Trap(f"trap: out-of-bounds {what} by {w.who(lane)}: local byte "
+                           f"address {a} is outside the thread's {4 * frame} bytes of local "
+                           "memory")
+            assert area is not None
+            return area.word(w.cta, w.index * simt.LANES + lane, first + a // 4)
+        return address
 
     def shared_address(self, op: simt.MemoryOp, extra: int = 0) -> Callable[[Warp, int], int]:
         """Byte address in the CTA's shared window → the machine word (`extra`:

@@ -194,6 +194,49 @@ $L__BB0_4:
 }
 """
 
+#: nvcc -O3 of: `int v[4] = {10, 20, 30, 40}; int i = idx[t]; v[i] += t;
+#: out[t] = v[i ^ 1] + v[i];` (a per-thread array indexed by data: .local)
+LOCAL_ARRAY = HEADER + """
+.visible .entry k(
+	.param .u64 k_param_0,
+	.param .u64 k_param_1
+)
+{
+	.local .align 16 .b8 	__local_depot0[16];
+	.reg .b64 	%SP;
+	.reg .b64 	%SPL;
+	.reg .b32 	%r<11>;
+	.reg .b64 	%rd<14>;
+	mov.u64 	%SPL, __local_depot0;
+	ld.param.u64 	%rd1, [k_param_0];
+	ld.param.u64 	%rd2, [k_param_1];
+	cvta.to.global.u64 	%rd3, %rd2;
+	cvta.to.global.u64 	%rd4, %rd1;
+	add.u64 	%rd6, %SPL, 0;
+	mov.u32 	%r1, 40;
+	mov.u32 	%r2, 30;
+	mov.u32 	%r3, 20;
+	mov.u32 	%r4, 10;
+	st.local.v4.u32 	[%rd6], {%r4, %r3, %r2, %r1};
+	mov.u32 	%r5, %tid.x;
+	mul.wide.u32 	%rd7, %r5, 4;
+	add.s64 	%rd8, %rd4, %rd7;
+	ld.global.u32 	%r6, [%rd8];
+	mul.wide.s32 	%rd9, %r6, 4;
+	add.s64 	%rd10, %rd6, %rd9;
+	ld.local.u32 	%r7, [%rd10];
+	add.s32 	%r8, %r7, %r5;
+	st.local.u32 	[%rd10], %r8;
+	xor.b64  	%rd11, %rd9, 4;
+	add.s64 	%rd12, %rd6, %rd11;
+	ld.local.u32 	%r9, [%rd12];
+	add.s32 	%r10, %r9, %r8;
+	add.s64 	%rd13, %rd3, %rd7;
+	st.global.u32 	[%rd13], %r10;
+	ret;
+}
+"""
+
 def _run(tmp_path, text: str, launch: dict, engine: str, capsys) -> tuple[int, str, str]:
     ptx, spec = tmp_path / "k.ptx", tmp_path / "k.json"
     ptx.write_text(text)
@@ -301,3 +344,35 @@ def test_a_bad_pointer_loaded_from_memory_traps(tmp_path, capsys, sel, lane, why
     assert re.search(rf"out-of-bounds simt.ld .*ld.u32 .* by warp 0 lane {lane} .*{why}",
                      messages["simt"]), messages["simt"]
     assert "out-of-bounds" in messages["ref"]
+
+
+def _local_launch(idx: list[int]) -> dict:
+    return {"grid": [1, 1, 1], "block": [len(idx), 1, 1],
+            "args": [{"type": "s32*", "data": idx}, {"type": "s32*", "data": [0] * len(idx)}]}
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+def test_a_local_array_indexed_by_data(tmp_path, capsys, engine):
+    """Each thread's frame is its own: the same slots, different values."""
+    idx = [0, 1, 2, 3, 3, 0]
+    status, out, err = _run(tmp_path, LOCAL_ARRAY, _local_launch(idx), engine, capsys)
+    assert status == 0, err
+    v = [10, 20, 30, 40]
+    assert json.loads(out)["buffers"][1] == [v[i ^ 1] + v[i] + t for t, i in enumerate(idx)]
+
+
+@pytest.mark.parametrize("index, why", [
+    (4, r"local byte address 16 is outside the thread's 16 bytes of local memory"),
+    (-1, r"local byte address 4294967292 is outside the thread's 16 bytes"),
+])
+def test_a_local_index_past_the_frame_traps(tmp_path, capsys, index, why):
+    messages = {}
+    for engine in ("ref", "simt", "tensor"):
+        status, _, err = _run(tmp_path, LOCAL_ARRAY, _local_launch([0, 1, index, 2]), engine,
+                              capsys)
+        assert status == 3, err
+        messages[engine] = err
+    assert messages["simt"] == messages["tensor"]
+    assert re.search(rf"out-of-bounds simt.ld .*ld.local.u32 .* lane 2 .*{why}",
+                     messages["simt"]), messages["simt"]
+    assert "out-of-bounds" in messages["ref"] and "local" in messages["ref"]

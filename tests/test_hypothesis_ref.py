@@ -36,7 +36,7 @@ except ImportError:  # the reference engine is not there yet
 #: Examples per family against the engine (the whole file takes about 15 s on one core);
 #: QGC_PTXGEN_EXAMPLES=N runs N per family instead, for a deeper search.
 EXAMPLES = {"int32": 100, "f32": 100, "branch": 100, "shared": 60, "atomic": 60, "int64": 100,
-            "pointer": 60}
+            "pointer": 60, "local": 60}
 if os.environ.get("QGC_PTXGEN_EXAMPLES"):
     EXAMPLES = dict.fromkeys(EXAMPLES, int(os.environ["QGC_PTXGEN_EXAMPLES"]))
 WARP_SIZES = (4, 32)

@@ -63,7 +63,9 @@ ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_sig
                  # pointers held as values: stored, loaded back, null, located at run time
                  "linked_list", "pointer_table", "pointer_select",
                  # a byte buffer also read in whole words (clang's uchar4): packed
-                 "pack_bytes")
+                 "pack_bytes",
+                 # per-thread arrays indexed by data: .local frames
+                 "local_hist", "local_sort")
 
 
 def accepted_cases() -> list[tuple[str, str, str]]:
@@ -514,6 +516,11 @@ def test_random_pointer_programs_agree_with_the_oracle():
     """Pointers held as values: parked in shared memory, compared with null,
     read and added to through (located accesses)."""
     _random_programs_agree("pointer", 30)
+
+
+def test_random_local_programs_agree_with_the_oracle():
+    """Per-thread arrays in .local frames, indexed by data."""
+    _random_programs_agree("local", 30)
 
 
 # ------------------------------------------------------- the shared suite

@@ -102,11 +102,13 @@ def test_random_straight_line_and_atomic_programs_on_the_tensor_level():
     _random_programs_agree(["int32", "atomic"], 4)
 
 
-def test_random_pointer_programs_on_the_tensor_level():
-    """Located accesses: the buffer holding each lane's address found at run time."""
-    _random_programs_agree(["pointer"], 3)
+def test_random_pointer_and_local_programs_on_the_tensor_level():
+    """Located accesses (the buffer holding each lane's address found at run
+    time) and per-thread .local frames."""
+    _random_programs_agree(["pointer", "local"], 4)
 
 
 @pytest.mark.full
 def test_many_random_programs_on_the_tensor_level():
-    _random_programs_agree(["int32", "branch", "shared", "atomic", "int64", "pointer"], 60)
+    _random_programs_agree(["int32", "branch", "shared", "atomic", "int64", "pointer",
+                            "local"], 60)

@@ -52,4 +52,4 @@ PARAM_TYPES = (*POINTER_TYPES, *WIDE_SCALARS, "u32", "s32", "b32", "f32", "u16",
 #: Memory spaces: the parameter area (constant addresses), the buffers, the
 #: CTA's shared window and the lane's own spill slots (`spill[2]`, written by
 #: `simt-allocate-registers`).
-SPACES = ("param", "global", "shared", "spill")
+SPACES = ("param", "global", "shared", "local", "spill")

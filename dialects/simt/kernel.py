@@ -65,6 +65,9 @@ class KernelOp(IRDLOperation):
     the reference engine gives it, and the parameter area has one more word
     per pointer parameter (`ref_word`) to translate between the two.
 
+    `local_words` is the size of each thread's `.local` frame (its
+    `local[...]` byte addresses), kept after its spill slots.
+
     `spill_words` is the number of spill slots each thread has (`spill[0]` ..),
     `spilled` the number of virtual registers that live in them; both are set
     by `simt-allocate-registers` when a kernel needs more than `regs`.
@@ -84,6 +87,7 @@ class KernelOp(IRDLOperation):
     dynamic_shared = opt_prop_def(IntegerAttr[I64])
     shared_vars = opt_prop_def(ArrayAttr)
     spill_words = opt_prop_def(IntegerAttr[I64])
+    local_words = opt_prop_def(IntegerAttr[I64])
     spilled = opt_prop_def(IntegerAttr[I64])
     pointer_values = opt_prop_def(UnitAttr)
     body = region_def()
@@ -94,7 +98,7 @@ class KernelOp(IRDLOperation):
         "`mem_words` $mem_words (`shared_words` $shared_words^)? "
         "(`dynamic_shared` $dynamic_shared^)? "
         "(`shared_vars` custom<SharedVars>($shared_vars)^)? "
-        "(`spill_words` $spill_words^)? "
+        "(`spill_words` $spill_words^)? (`local_words` $local_words^)? "
         "(`max_blocks` $max_blocks^)? (`max_ops` $max_ops^)? "
         "(`regs` $regs^)? (`spilled` $spilled^)? (`preds` $preds^)? "
         "(`pointer_values` $pointer_values^)? "
@@ -176,15 +180,25 @@ class KernelOp(IRDLOperation):
         """Spill slots (words) each thread has."""
         return 0 if self.spill_words is None else self.spill_words.value.data
 
+    @property
+    def local_size(self) -> int:
+        """Words of each thread's `.local` frame (after its spill slots)."""
+        return 0 if self.local_words is None else self.local_words.value.data
+
+    @property
+    def thread_words(self) -> int:
+        """Words each thread has to itself: spill slots, then its local frame."""
+        return self.spill_size + self.local_size
+
     def machine_blocks(self) -> list[Block]:
         return list(self.body.blocks)
 
     def memory_sites(self) -> list[MemoryOp]:
-        """The global and shared accesses, in program order: the ops whose
+        """The global, shared and local accesses, in program order: the ops whose
         address the machine checks (a spill slot is in bounds by construction);
         the tensor level's `TRAP(s, l)` names site s."""
         return [op for block in self.body.blocks for op in block.ops
-                if isinstance(op, MemoryOp) and op.space.data in ("global", "shared")]
+                if isinstance(op, MemoryOp) and op.space.data in ("global", "shared", "local")]
 
     # ------------------------------------------------------------ verifier
     def verify_(self) -> None:

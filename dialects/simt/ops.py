@@ -344,12 +344,17 @@ class SharedAddrOp(MachineOp):
         _want(self, self.dst, False, "destination")
 
 
+_WINDOWS = {"shared": "CTA's shared window", "local": "thread's local frame"}
+
+
 class MemoryOp(MachineOp):
     """Shared parts of ld/st/atom: a space and an address. `global[r1 + 2]
     buffer 1` is a word address with the buffer it derives from; `param[3]` a
     word of the parameter area; `shared[r1 + 8]` a *byte* address in the
     CTA's shared window (PTX computes shared addresses in bytes; the machine
-    checks alignment and bounds and maps it onto the CTA's words); `spill[2]`
+    checks alignment and bounds and maps it onto the CTA's words); `local[r2 + 4]`
+    a byte address in the executing thread's `.local` frame (checked the same
+    way); `spill[2]`
     slot 2 of the executing lane's own spill area (register allocation's
     spill code: a constant slot, no base, no buffer, never out of bounds).
 
@@ -395,10 +400,10 @@ class MemoryOp(MachineOp):
             if self.base is not None or self.buffer is not None:
                 raise VerifyException("a spill access names a constant slot of the lane's "
                                       "spill area: no base register, no buffer")
-        elif space == "shared":
+        elif space in ("shared", "local"):
             if self.buffer is not None:
-                raise VerifyException("a shared access names no buffer: its address is a "
-                                      "byte address in the CTA's shared window")
+                raise VerifyException(f"a {space} access names no buffer: its address is a "
+                                      f"byte address in the {_WINDOWS[space]}")
             if self.base is not None:
                 _want(self, self.base, False, "address base")
         elif self.is_located:

@@ -17,26 +17,29 @@ class AddressArithmetic:
     """64-bit add/sub on pointers and shared addresses, narrowed to 32 bits."""
 
     def shared_add(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
-        """A shared-window byte address plus (or minus) a byte offset, in 32 bits."""
+        """A shared-window (or local-frame) byte address plus (or minus) a byte
+        offset, in 32 bits."""
         base = inst.op.base
         dst, a_op, b_op = inst.operands_decoded
         a = self.wide_src(inst, a_op)
         pre: list[Operation] = []
         if isinstance(b_op, ptx.Imm) and not b_op.is_float:
             offset: RegAttr | int = to_i32(b_op.value)
+            if offset == 0:
+                return self.view(inst, guard, a)
         else:
             b = self.wide_src(inst, b_op)
-            if base == "add" and b.kind == "shared":
+            if base == "add" and b.kind in ("shared", "local"):
                 a, b = b, a
-            if a.kind != "shared" or b.kind != "int":
-                raise unsupported(inst, inst.opcode.data, "64-bit arithmetic on two shared "
+            if a.kind not in ("shared", "local") or b.kind != "int":
+                raise unsupported(inst, inst.opcode.data, f"64-bit arithmetic on two {a.kind} "
                                   "addresses")
             offset = b.vreg
             if b.scale != 1:
                 offset = self.fresh()
                 pre.append(simt.AluOp("mul.lo", offset, [b.vreg, b.scale], guard))
         own = self.own_vreg(dst.name)
-        self.define_wide(inst, dst.name, Wide("shared", own,
+        self.define_wide(inst, dst.name, Wide(a.kind, own,
                                               stable=self.def_count[dst.name] == 1))
         return pre + [simt.AluOp(base, own, [a.vreg, offset], guard)]
 
@@ -51,7 +54,7 @@ class AddressArithmetic:
             return self.set_int(inst, e, lg.add_pairs(e, pa, pb, base == "sub"))
         a = self.wide_src(inst, a_op)
         b_wide = self.wide.get(b_op.name) if isinstance(b_op, ptx.Reg) else None
-        if "shared" in (a.kind, b_wide and b_wide.kind):
+        if {"shared", "local"} & {a.kind, b_wide and b_wide.kind}:
             return self.shared_add(inst, guard)
         if base == "add" and a.kind == "int" and b_wide is not None and b_wide.kind == "ptr":
             a, b_wide = b_wide, a

@@ -27,14 +27,13 @@ class MemoryAccesses:
         opc = inst.op
         base, mods, t = opc.base, opc.modifiers, opc.type
         args = inst.operands_decoded
-        space = "param" if "param" in mods else "global" if "global" in mods else \
-            "shared" if "shared" in mods else self.generic_space(inst)
-        rest = [m for m in mods if m not in ("param", "global", "shared")]
+        space = next((m for m in mods if m in _SPACES), None) or self.generic_space(inst)
+        rest = [m for m in mods if m not in _SPACES]
         lanes = [m for m in rest if m in _VECTORS]
-        if lanes and base in ("ld", "st") and space in ("global", "shared"):
+        if lanes and base in ("ld", "st") and space in ("global", "shared", "local"):
             return self.vector_access(inst, guard, int(lanes[0][1:]))
-        if space == "shared":
-            return self.shared_memory(inst, guard, rest)
+        if space in ("shared", "local"):
+            return self.shared_memory(inst, guard, rest, space)
         if base == "atom":
             if space != "global" or len(rest) < 1 or \
                     _atom_op(rest[0], t) is None and not _wide_atom(rest[0], t) \
@@ -123,8 +122,8 @@ class MemoryAccesses:
         if not isinstance(addr, ptx.Addr) or not isinstance(addr.base, ptx.Reg):
             return None
         held = self.wide.get(addr.base.name)
-        return {"ptr": "global", "int": "global", "shared": "shared"}.get(held.kind) \
-            if held else None
+        return {"ptr": "global", "int": "global", "shared": "shared", "local": "local"}.get(
+            held.kind) if held else None
 
     def load_word(self, inst: ptx.InstOp, guard: GuardAttr | None,
                   load: Callable[[RegAttr], Operation]) -> list[Operation]:
@@ -240,9 +239,9 @@ class MemoryAccesses:
         return self.put_loaded_sub(inst, e, word, None if t[0] == "s" else t)
 
     def shared_memory(self, inst: ptx.InstOp, guard: GuardAttr | None,
-                      rest: list[str]) -> list[Operation]:
-        """ld/st/atom `.shared` of 32-bit words at a byte address of the window:
-        `[%r7]`, `[%rd3+4]` (a shared address), `[sym+8]`."""
+                      rest: list[str], space: str = "shared") -> list[Operation]:
+        """ld/st/atom `.shared` (ld/st `.local`) at a byte address of the
+        CTA's window (the thread's frame): `[%r7]`, `[%rd3+4]`, `[sym+8]`."""
         opc, args = inst.op, inst.operands_decoded
         base, t = opc.base, opc.type
         sub = t in SUBWORD and base in ("ld", "st")
@@ -250,9 +249,9 @@ class MemoryAccesses:
         if t not in WORD32 and not (base == "atom" and t in INT32) and not sub and not wide or \
                 len(opc.types) != 1:
             raise unsupported(inst, inst.opcode.data,
-                              f"{ptx.TYPE_BITS.get(t or '', 0)}-bit shared accesses")
+                              f"{ptx.TYPE_BITS.get(t or '', 0)}-bit {space} accesses")
         atom = _atom_op(rest[0], t) if base == "atom" and rest else None
-        if base == "atom" and ((atom is None and not wide) or not _harmless(rest[1:]) or
+        if base == "atom" and (space == "local" or (atom is None and not wide) or not _harmless(rest[1:]) or
                                len(args) != (4 if rest[0] == "cas" else 3)) or \
                 base != "atom" and not _harmless(rest):
             raise unsupported(inst, inst.opcode.data)
@@ -262,27 +261,30 @@ class MemoryAccesses:
         reg: RegAttr | None = None
         offset = addr.offset
         pre: list[Operation] = []
-        if isinstance(addr.base, ptx.Sym) and addr.base.name in self.shared:
+        if isinstance(addr.base, ptx.Sym) and addr.base.name in self.shared and space == "shared":
             reg = self.fresh()
             pre.append(simt.SharedAddrOp(reg, addr.base.name))
+        elif isinstance(addr.base, ptx.Sym) and addr.base.name in self.locals and \
+                space == "local":
+            offset += self.locals[addr.base.name]
         elif isinstance(addr.base, ptx.Reg) and self.bits(addr.base.name) == 32:
             reg = self.vreg(addr.base.name)
         elif isinstance(addr.base, ptx.Reg) and addr.base.name in self.wide and \
-                self.wide[addr.base.name].kind == "shared":
+                self.wide[addr.base.name].kind == space:
             reg = self.wide[addr.base.name].vreg
         else:
-            raise unsupported(inst, inst.opcode.data, "a shared address that is not a "
-                              "shared variable plus an offset")
+            raise unsupported(inst, inst.opcode.data, f"a {space} address that is not a "
+                              f"{space} variable plus an offset")
         if sub:
-            return pre + self.packed_sub(inst, guard, "shared", reg, offset)
+            return pre + self.packed_sub(inst, guard, space, reg, offset)
         if wide:
-            return pre + self.memory64(inst, guard, _Words("shared", reg, offset, None, 4), rest)
+            return pre + self.memory64(inst, guard, _Words(space, reg, offset, None, 4), rest)
         if base == "ld":
-            return pre + self.load_word(inst, guard, lambda d: simt.LdOp(d, "shared", reg, offset,
+            return pre + self.load_word(inst, guard, lambda d: simt.LdOp(d, space, reg, offset,
                                                                          None, guard))
         if base == "st":
             value = self.stored_word(inst, args[1], pre)
-            return pre + [simt.StOp("shared", reg, offset, value, None, guard)]
+            return pre + [simt.StOp(space, reg, offset, value, None, guard)]
         value = self.src32(inst, args[2], pre)
         swap = self.src32(inst, args[3], pre) if len(args) == 4 else None
         assert atom is not None
@@ -304,25 +306,26 @@ class MemoryAccesses:
         wide.ops, wide.temps = e.ops, e.temps
         return self.set_int(inst, wide, (low, self.high_word(wide, low, t)))
 
-    def packed_sub(self, inst: ptx.InstOp, guard: GuardAttr | None, space: str, reg: RegAttr,
-                   offset: int) -> list[Operation]:
-        """A byte or halfword packed in its word (shared memory, or a located
-        word buffer): a load extracts it, a store inserts it (`atom "ins"`, so
-        lanes storing into one word keep each other's bytes). A halfword's
-        word address keeps bit 0 of its byte address, so an odd one traps as
-        misaligned."""
+    def packed_sub(self, inst: ptx.InstOp, guard: GuardAttr | None, space: str,
+                   reg: RegAttr | None, offset: int) -> list[Operation]:
+        """A byte or halfword packed in its word (shared or local memory, or a
+        located word buffer; `reg` None: a constant address): a load extracts
+        it, a store inserts it (`atom "ins"`, so lanes storing into one word
+        keep each other's bytes). A halfword's word address keeps bit 0 of
+        its byte address, so an odd one traps as misaligned."""
         t, args = inst.op.type or "", inst.operands_decoded
         bits = ptx.TYPE_BITS[t]
         e = Emitter(self.fresh, guard)
-        at = e.alu("add", [reg, offset])
+        at = e.alu("add", [0 if reg is None else reg, offset])
         word = e.alu("and", [at, ~3 if bits == 8 else ~2])
         shift = e.alu("shl", [e.alu("and", [at, 3]), 3])
+        base, off = (None, word) if isinstance(word, int) else (word, 0)
         if inst.op.base == "ld":
             loaded = e.temp()
-            e.ops.append(simt.LdOp(loaded, space, word, 0, None, guard))
+            e.ops.append(simt.LdOp(loaded, space, base, off, None, guard))
             return self.put_loaded_sub(inst, e, e.alu("shr.u", [loaded, shift]), None)
         element = self.get_sub(inst, e, args[1], t, False)      # within its bits already
-        e.ops.append(simt.AtomOp("ins", e.temp(), space, word, 0, e.alu("shl", [element, shift]),
+        e.ops.append(simt.AtomOp("ins", e.temp(), space, base, off, e.alu("shl", [element, shift]),
                                  None, guard, e.alu("shl", [(1 << bits) - 1, shift])))
         return e.ops
 
@@ -369,6 +372,7 @@ def _atom_op(name: str, t: str | None) -> str | None:
 
 
 _VECTORS = ("v2", "v4", "v8")
+_SPACES = ("param", "global", "shared", "local")
 
 
 @dataclass(frozen=True)

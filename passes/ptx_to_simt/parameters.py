@@ -16,6 +16,15 @@ class KernelParameters:
         align = max(4, op.align.value.data if op.align is not None else 4)
         self.shared[name] = (name, 0 if op.elements == 0 else op.size_bytes, align)
 
+    def _local_var(self, op: ptx.VarOp) -> None:
+        """Place a `.local` variable in each thread's frame. One only (nvcc's
+        and clang's `__local_depot`): `ref` checks each variable's own bounds,
+        the machine the frame's."""
+        if self.locals:
+            raise unsupported(op, f".local {op.sym_name.data}", "a second .local variable")
+        self.locals[op.sym_name.data] = 0
+        self.local_bytes = op.size_bytes
+
     def _classify_params(self, insts: list[ptx.InstOp]) -> None:
         """A 64-bit parameter is a pointer when its value is converted by
         `cvta` or used as an address, else a 64-bit scalar; a pointer's

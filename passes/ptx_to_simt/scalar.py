@@ -56,6 +56,8 @@ class ScalarOps:
             return [simt.SpecialOp(d, SPECIAL_NAMES[src.name], guard)]
         if isinstance(src, ptx.Sym) and src.name in self.shared:
             return [simt.SharedAddrOp(d, src.name, guard)]
+        if isinstance(src, ptx.Sym) and src.name in self.locals:
+            return [simt.AluOp("mov", d, [self.locals[src.name]], guard)]
         pre: list[Operation] = []
         return pre + [simt.AluOp("mov", d, [self.src32(inst, src, pre)], guard)]
 

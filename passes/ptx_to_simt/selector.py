@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, IntegerAttr, StringAttr, UnitAttr, i64
 from xdsl.ir import Block, Operation
 
 from qgc.analysis.dataflow import sweep_dead_ops
@@ -55,6 +55,8 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, Me
         self.units: dict[int, int] = {}     # pointer parameter -> bytes per machine word
         self.high_words: dict[int, int] = {}  # 64-bit scalar parameter -> its high word
         self.ref_words: dict[int, int] = {}   # pointer parameter -> its translation word
+        self.locals: dict[str, int] = {}      # .local variable -> its byte offset in the frame
+        self.local_bytes = 0
         self.own_high: dict[str, RegAttr] = {}
 
     # ----------------------------------------------------------- registers
@@ -104,6 +106,9 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, Me
                        if isinstance(op, ptx.VarOp) and op.space.data == "shared"]
         for op in shared_vars:
             self._shared_var(op)
+        for op in entry.body.ops:
+            if isinstance(op, ptx.VarOp) and op.space.data == "local":
+                self._local_var(op)
         for op in entry.body.ops:
             if isinstance(op, ptx.RegOp):
                 for name in op.names():
@@ -158,6 +163,8 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, Me
         kernel = simt.KernelOp(entry.kernel_name, self.params, blocks, self.mem_words)
         if self.pointer_values:
             kernel.properties["pointer_values"] = UnitAttr()
+        if self.local_bytes:
+            kernel.properties["local_words"] = IntegerAttr(-(-self.local_bytes // 4), i64)
         if self.shared:
             kernel.properties["shared_vars"] = ArrayAttr(
                 [ArrayAttr([StringAttr(n), IntAttr(b), IntAttr(a)])
@@ -189,9 +196,12 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, Me
         if base in ("membar", "fence") or is_warp_sync(inst):
             return self.ordering(inst)
         if base == "cvta":
-            if mods not in (("to", "global"), ("global",)) or t not in WIDE:
+            space = mods[-1] if mods in (("to", "global"), ("global",), ("to", "local"),
+                                         ("local",)) else None
+            src = self.wide_src(inst, args[1]) if space is not None and t in WIDE else None
+            if src is None or space == "local" and src.kind != "local":
                 raise unsupported(inst, inst.opcode.data)
-            return self.view(inst, guard, self.wide_src(inst, args[1]))
+            return self.view(inst, guard, src)
         if base == "cvt" and len(opc.types) == 2 and opc.types[0] in INT32 and \
                 opc.types[1] in WIDE and not mods:
             return self.narrow(inst, guard)

@@ -156,6 +156,12 @@ class WideOps:
             self.define_wide(inst, args[0].name, Wide("shared", own,
                                                       stable=self.def_count[args[0].name] == 1))
             return [simt.SharedAddrOp(own, args[1].name, guard)]
+        if base == "mov" and not mods and isinstance(args[1], ptx.Sym) and \
+                args[1].name in self.locals and isinstance(args[0], ptx.Reg):
+            own = self.own_vreg(args[0].name)
+            self.define_wide(inst, args[0].name, Wide("local", own,
+                                                      stable=self.def_count[args[0].name] == 1))
+            return [simt.AluOp("mov", own, [self.locals[args[1].name]], guard)]
         if base == "mul" and mods == ("wide",) and t in ("s32", "u32"):
             return self.mul_wide(inst, guard)
         if base == "cvt" and len(opc.types) == 2 and opc.types[1] in ("s32", "u32") and \

@@ -21,12 +21,14 @@ class MemoryAccess:
         word inside its buffer's bounds, a shared word aligned and inside the
         CTA's window, a spill slot inside the word memory (by construction)."""
         space, n = op.space.data, self.address_bits
-        off = op.offset.value.data + extra * (4 if space == "shared" else 1)
+        off = op.offset.value.data + extra * (4 if space in ("shared", "local") else 1)
         if space == "spill":
-            slot = ln * self.kernel.spill_size + off
+            slot = ln * self.kernel.thread_words + off
             word = self.alu.add(self.launch_word("spill"), self.const(slot, WORD))
             inside = self.none_of(self.bits_of(self.b.slice(word, n, WORD)))
             return self.b.slice(word, 0, n), [inside], ("spill", ln, off)
+        if space == "local":
+            return self.local_word(op, regs, ln, g, off)
         if space == "shared":
             byte = self.const(off & 0xFFFF_FFFF, WORD) if op.base is None else \
                 self.alu.add(self.use(regs, ln, op.base, g), self.const(off & 0xFFFF_FFFF, WORD)) \
@@ -48,6 +50,22 @@ class MemoryAccess:
         lo, end = self.bounds(op.buffer_index)
         checks = [inside, self.alu.setp("ge.u", word, lo), self.alu.setp("lt.u", word, end)]
         return word, checks, f"global {op.buffer_index}"
+
+    def local_word(self, op, regs, ln: int, g, off: int
+                   ) -> tuple[SSAValue, list[SSAValue], object]:
+        """A `.local` byte address: the lane's thread's word past its spill
+        slots, aligned and inside the frame (`local_size` words)."""
+        n, kernel = self.address_bits, self.kernel
+        byte = self.const(off & 0xFFFF_FFFF, WORD) if op.base is None else \
+            self.alu.add(self.use(regs, ln, op.base, g), self.const(off & 0xFFFF_FFFF, WORD)) \
+            if off else self.use(regs, ln, op.base, g)
+        first = self.const(ln * kernel.thread_words + kernel.spill_size, WORD)
+        word = self.alu.add(self.alu.add(self.launch_word("spill"), first),
+                            self.b.concat([self.b.slice(byte, 2, WORD), self.const(0, 2)]))
+        aligned = self.none_of(self.bits_of(self.b.slice(byte, 0, 2)))
+        in_frame = self.alu.setp("lt.u", byte, self.const(4 * kernel.local_size, WORD))
+        inside = self.none_of(self.bits_of(self.b.slice(word, n, WORD)))
+        return self.b.slice(word, 0, n), [inside, aligned, in_frame], f"local {ln}"
 
     def located_word(self, op, regs, ln: int, g, off: int
                      ) -> tuple[SSAValue, list[SSAValue], object]:

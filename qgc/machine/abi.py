@@ -97,13 +97,15 @@ class Layout:
 
 @dataclass(frozen=True)
 class SpillArea:
-    """Every thread of the launch (all CTAs) has `words` spill slots: thread
-    t = cta * `threads` + linear tid keeps slot k at word base + t * words + k."""
+    """Every thread of the launch (all CTAs) has `words` words of its own,
+    its spill slots and then its `.local` frame: thread t = cta * `threads` +
+    linear tid keeps word k at base + t * words + k."""
 
     base: int
     words: int
     threads: int                  # threads per CTA
     ctas: int
+    slots: int | None = None      # spill slots of `words`; the rest is the local frame
 
     @property
     def total(self) -> int:
@@ -114,16 +116,21 @@ class SpillArea:
 
     def describe(self) -> str:
         """The diagnostic's part for the spill area."""
-        return (f", {self.words} spill words for each of {self.threads * self.ctas} "
-                "threads")
+        slots = self.words if self.slots is None else self.slots
+        what = " and ".join(part for part in (
+            f"{slots} spill" if slots else "", f"{self.words - slots} local" if
+            self.words > slots else "") if part)
+        return f", {what} words for each of {self.threads * self.ctas} threads"
 
 
 def spill_area(kernel: simt.KernelOp, launch: Launch, base: int) -> SpillArea | None:
-    """The spill area of a kernel that `simt-allocate-registers` spilled, at `base`."""
-    if not kernel.spill_size:
+    """The threads' own words, at `base`: the spill slots of a kernel that
+    `simt-allocate-registers` spilled, then the `.local` frame."""
+    if not kernel.thread_words:
         return None
     ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
-    return SpillArea(base, kernel.spill_size, launch.threads_per_block, ctas)
+    return SpillArea(base, kernel.thread_words, launch.threads_per_block, ctas,
+                     kernel.spill_size)
 
 
 def _check_arg(i: int, arg, pname: str, ptype: str) -> None:

@@ -20,7 +20,7 @@ for a scalar.
 Modules: `values` (bit patterns and the strategies that draw them), `records`
 (instruction records, `Kernel`, PTX printing), `oracle`, `common` (pieces every
 family uses), and the families: `integer` (int32, int64), `floating` (f32),
-`control_flow` (branch), `memory` (shared, atomic), `pointers` (pointer).
+`control_flow` (branch), `memory` (shared, local, atomic), `pointers` (pointer).
 
 Families (FAMILIES):
   int32   straight-line 32-bit integer DAGs: add sub mul.lo/hi mad.lo and or xor not
@@ -44,6 +44,8 @@ Families (FAMILIES):
   int64   add sub mul.lo/hi and or xor not neg shl shr min max setp+selp on
           .s64/.u64/.b64, popc/clz/brev.b64, mul.wide.s32/.u32, cvt between widths,
           ld/st.global.u64
+  local   a per-thread array in a .local frame (nvcc's depot): every slot stored, then
+          ld/st.local at data-dependent indices, the frame's contents folded into the output
   pointer pointers held as values: a pointer into one of 2-3 buffers or null, picked by
           a loaded selector (selp.b64 or a guarded mov.b64), parked in a .shared table
           of 64-bit slots, read back by a neighbour after `bar.sync`, compared with
@@ -78,7 +80,7 @@ from ptxgen.common import Limits
 from ptxgen.control_flow import branch_programs
 from ptxgen.floating import f32_programs
 from ptxgen.integer import int32_programs, int64_programs
-from ptxgen.memory import atomic_programs, shared_programs
+from ptxgen.memory import atomic_programs, local_programs, shared_programs
 from ptxgen.oracle import run_oracle
 from ptxgen.pointers import pointer_programs
 from ptxgen.records import MAX_THREADS, GeneratedProgram
@@ -93,6 +95,7 @@ _FAMILY_STRATEGIES = {
     "atomic": atomic_programs,
     "int64": int64_programs,
     "pointer": pointer_programs,
+    "local": local_programs,
 }
 FAMILIES: list[str] = list(_FAMILY_STRATEGIES)
 

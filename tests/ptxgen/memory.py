@@ -103,6 +103,48 @@ def shared_programs(draw, limits: Limits = DEFAULT_LIMITS) -> GeneratedProgram:
     return finish(k, "shared")
 
 
+# ========================================================= family: local
+
+
+@st.composite
+def local_programs(draw, limits: Limits = DEFAULT_LIMITS) -> GeneratedProgram:
+    """A per-thread array in a `.local` frame, nvcc-style (`mov.u64 %rd, depot;
+    add.u64 %rd2, %rd, 0`): every slot stored first, then loads and stores at
+    indices computed from data (masked to the frame)."""
+    k = draw(new_kernel(limits))
+    ids = thread_ids(draw, k)
+    pool = Pool(b32=[ids.tid])
+    outputs = draw(st.integers(1, 3))
+    out_addr, out_ty = int_buffers(draw, k, ids, draw(st.integers(1, 2)), outputs, pool)
+    words = draw(st.sampled_from([2, 4, 8]))
+    depot, frame = k.reg("b64"), k.reg("b64")
+    k.emit("mov", (), "u64", depot, k.local_frame(words))
+    k.emit("add", (), "u64", frame, depot, small_imm(0))
+    for j in range(words):
+        k.emit("st", "local", "u32", Mem(frame, 4 * j), pick(draw, pool.b32))
+    for _ in range(draw(st.integers(1, 4))):
+        if one_in(draw, 2):
+            int_op(draw, k, pool)
+        index, offset, at = k.reg("b32"), k.reg("b64"), k.reg("b64")
+        k.emit("and", (), "b32", index, pick(draw, pool.b32), small_imm(words - 1))
+        k.emit("mul", "wide", "u32", offset, index, small_imm(4))
+        k.emit("add", (), "s64", at, frame, offset)
+        if one_in(draw, 2):
+            value = k.reg("b32")
+            k.emit("ld", "local", "u32", value, Mem(at))
+            pool.b32.append(value)
+        else:
+            k.emit("st", "local", "u32", Mem(at), pick(draw, pool.b32))
+    for j in range(words):          # the frame's last contents reach memory too
+        value = k.reg("b32")
+        k.emit("ld", "local", "u32", value, Mem(frame, 4 * j))
+        pool.b32.append(value)
+    for j in range(outputs):
+        k.emit("st", "global", out_ty, Mem(out_addr, 4 * j),
+               fold_values(draw, k, unread(k, pool.b32) or pool.b32[-1:]))
+    return finish(k, "local")
+
+
 # ========================================================= family: atomic
 
 _ATOMIC_OPS = (("add", "u32"), ("add", "s32"), ("min", "s32"), ("max", "s32"),

@@ -10,6 +10,7 @@ import numpy as np
 
 from ptxgen.records import (
     ELEM_BYTES,
+    LOCAL_DEPOT,
     STEP_LIMIT,
     FImm,
     Imm,
@@ -257,12 +258,14 @@ _ATOMIC = {
 _NAN_TOLERANT = ("setp", "min", "max", "selp")
 
 _SHARED_BASE = 0x100  # oracle-private addresses; programs never look at them
+_LOCAL_BASE = 0x1000
 
 
 class _Memory:
     """Global memory (one region per pointer argument) and kernel parameters."""
 
     def __init__(self, kernel: Kernel, launch: dict):
+        self.local_bytes = kernel.local_bytes
         self.params: dict[str, int] = {}
         self.regions: list[tuple[bytearray, str] | None] = []
         for index, ((name, _), arg) in enumerate(zip(kernel.params, launch["args"], strict=True)):
@@ -325,6 +328,7 @@ class _Thread:
         self.special = {"%tid.x": tid, "%ntid.x": block, "%ctaid.x": ctaid, "%nctaid.x": grid,
                         "%tid.y": 0, "%tid.z": 0, "%ntid.y": 1, "%ntid.z": 1}
         self.memory, self.shared = memory, shared
+        self.local = bytearray(memory.local_bytes)
 
     def read(self, x: Operand) -> int | bool:
         if isinstance(x, Reg):
@@ -338,11 +342,16 @@ class _Thread:
         if isinstance(x, Special):
             return self.special[x.name]
         if isinstance(x, Sym):
-            return self.shared.symbols[x.name]
+            return _LOCAL_BASE if x.name == LOCAL_DEPOT else self.shared.symbols[x.name]
         raise OracleError(f"cannot read {x}")
 
     def location(self, space: str, mem: Mem, width: int) -> tuple[bytearray, int]:
         addr = (self.read(mem.base) + mem.offset) & ((1 << 64) - 1)
+        if space == "local":
+            offset = addr - _LOCAL_BASE
+            if not 0 <= offset <= len(self.local) - width or offset % width:
+                raise OracleError(f"bad local access at {addr:#x}")
+            return self.local, offset
         return (self.shared if space == "shared" else self.memory).region(addr, width)
 
     def load(self, space: str, mem: Mem, ty: str) -> int:

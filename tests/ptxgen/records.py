@@ -94,6 +94,7 @@ def _inst_text(x: Inst) -> str:
 
 # ================================================================ the kernel
 
+LOCAL_DEPOT = "__local_depot0"
 _REG_PREFIX = {"pred": "%p", "f32": "%f", "b32": "%r", "b64": "%rd"}
 ELEM_BYTES = {"u8": 1, "u16": 2, "u32": 4, "s32": 4, "b32": 4, "f32": 4, "u64": 8, "s64": 8,
               "b64": 8}
@@ -108,6 +109,7 @@ class Kernel:
         self.args: list[dict] = []  # launch arguments, in parameter order
         self.code: list[Inst | Label] = []
         self.shared: list[tuple[str, str, int, bool]] = []  # name, type, count, module scope
+        self.local_bytes = 0  # each thread's .local frame (LOCAL_DEPOT), nvcc-style
         self._regs = dict.fromkeys(_REG_PREFIX, 0)
         self._labels = 0
 
@@ -160,6 +162,11 @@ class Kernel:
             self.shared.append((name, "b8", 4 * words, module_scope))
         return Sym(name)
 
+    def local_frame(self, words: int) -> Sym:
+        """The thread's `.local` depot of `words` words (a per-thread array)."""
+        self.local_bytes = 4 * words
+        return Sym(LOCAL_DEPOT)
+
     def launch(self) -> dict:
         return {"kernel": KERNEL_NAME, "grid": [self.grid, 1, 1], "block": [self.block, 1, 1],
                 "args": [dict(a, data=list(a["data"])) if "data" in a else dict(a)
@@ -183,6 +190,8 @@ class Kernel:
         for name, ty, count, module_scope in self.shared:
             if not module_scope:
                 lines.append("\t" + shared_decl(name, ty, count))
+        if self.local_bytes:
+            lines.append(f"\t.local .align 8 .b8 \t{LOCAL_DEPOT}[{self.local_bytes}];")
         lines.append("")
         for x in self.code:
             lines.append(f"{x.name}:" if isinstance(x, Label) else _inst_text(x))

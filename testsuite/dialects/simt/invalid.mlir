@@ -43,3 +43,13 @@ builtin.module {
     simt.exit
   }
 }
+
+// -----
+
+builtin.module {
+  simt.kernel @k(ptr a) lanes 4 mem_words 128 local_words 2 {
+    // expected-error@+1 {{a local access names no buffer: its address is a byte address in the thread's local frame}}
+    simt.ld r0, local[r1 + 0] buffer 0
+    simt.exit
+  }
+}

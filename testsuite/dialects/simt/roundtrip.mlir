@@ -29,6 +29,11 @@ builtin.module {
     simt.atom "min.s" r4:r5, global[r2:r3 + 8], r6:r7
     simt.exit
   }
+  simt.kernel @frame(ptr out) lanes 4 mem_words 128 spill_words 1 local_words 4 {
+    simt.st local[12], r1
+    simt.ld r2, local[r3 - 4] guard p0
+    simt.exit
+  }
 }
 
 // CHECK:      simt.kernel @dot(ptr a, ptr b, ptr "$c", u32 n) lanes 4 mem_words 128 max_blocks 32 max_ops 8 regs 15 preds 8 {
@@ -47,6 +52,11 @@ builtin.module {
 // CHECK-NEXT:   simt.ld r1, global[r2:r3 + 4]
 // CHECK-NEXT:   simt.st global[r2:r3 + 0], r1 guard p0
 // CHECK-NEXT:   simt.atom "min.s" r4 : r5, global[r2:r3 + 8], r6 : r7
+
+// A thread's .local frame, after its spill slots.
+// CHECK:      simt.kernel @frame(ptr out) lanes 4 mem_words 128 spill_words 1 local_words 4 {
+// CHECK-NEXT:   simt.st local[12], r1
+// CHECK-NEXT:   simt.ld r2, local[r3 - 4] guard p0
 
 // CHECK-GENERIC: "simt.ld"() <{dst = #simt.reg<r5>, space = "global", base = #simt.reg<r4>, offset = -2 : i64, buffer = 1 : i64, guard = #simt.guard<!p0>}> : () -> ()
 // CHECK-GENERIC: "simt.ld"() <{dst = #simt.reg<r1>, space = "global", base = #simt.reg<r2>, base_hi = #simt.reg<r3>, offset = 4 : i64}> : () -> ()
