@@ -305,41 +305,38 @@ class _Compiler:
     def local_address(self, op: simt.MemoryOp, extra: int = 0) -> Callable[[Warp, int], int]:
         """Byte address in the executing thread's `.local` frame → the machine
         word (after the thread's spill slots)."""
-        offset, what = op.offset.value.data + 4 * extra, describe(op)
-        base = self.slot(op.base) if op.base is not None else None
-        area, frame = self.layout.spill, self.kernel.local_size
-        first = self.kernel.spill_size
+        area, first = self.layout.spill, self.kernel.spill_size
 
-        def address(w: Warp, lane: int) -> int:
-            a = ((w.r[lane][base] if base is not None else 0) + offset) & M32
-            if a % 4:
-                raise Trap(f"trap: misaligned {what} by {w.who(lane)}: local byte address "
-                           f"{a} is not a multiple of 4")
-            if a >= 4 * frame:
-                raise Trap(f"trap: out-of-bounds {what} by {w.who(lane)}: local byte "
-                           f"address {a} is outside the thread's {4 * frame} bytes of local "
-                           "memory")
+        def word(w: Warp, lane: int, k: int) -> int:
             assert area is not None
-            return area.word(w.cta, w.index * simt.LANES + lane, first + a // 4)
-        return address
+            return area.word(w.cta, w.index * simt.LANES + lane, first + k)
+        return self.window_address(op, extra, "local", "thread", self.kernel.local_size, word)
 
     def shared_address(self, op: simt.MemoryOp, extra: int = 0) -> Callable[[Warp, int], int]:
-        """Byte address in the CTA's shared window → the machine word (`extra`:
-        words past the op's, a pair's high word)."""
+        """Byte address in the CTA's shared window → the machine word."""
+        first, size = self.layout.shared_base, self.layout.shared_words
+        return self.window_address(op, extra, "shared", "CTA", size,
+                                   lambda w, lane, k: first + w.cta * size + k)
+
+    def window_address(self, op: simt.MemoryOp, extra: int, space: str, owner: str, words: int,
+                       word: Callable[[Warp, int, int], int]) -> Callable[[Warp, int], int]:
+        """A byte address in a window of `words` words (the CTA's shared
+        memory, the thread's local frame) → `word(warp, lane, k)` of its word
+        k; misaligned or past the window traps (`extra`: words past the op's,
+        a pair's high word)."""
         offset, what = op.offset.value.data + 4 * extra, describe(op)
         base = self.slot(op.base) if op.base is not None else None
-        first, size = self.layout.shared_base, self.layout.shared_words
 
         def address(w: Warp, lane: int) -> int:
             a = ((w.r[lane][base] if base is not None else 0) + offset) & M32
             if a % 4:
-                raise Trap(f"trap: misaligned {what} by {w.who(lane)}: shared byte address "
+                raise Trap(f"trap: misaligned {what} by {w.who(lane)}: {space} byte address "
                            f"{a} is not a multiple of 4")
-            if a >= 4 * size:
-                raise Trap(f"trap: out-of-bounds {what} by {w.who(lane)}: shared byte "
-                           f"address {a} is outside the CTA's {4 * size} bytes of shared "
-                           "memory")
-            return first + w.cta * size + a // 4
+            if a >= 4 * words:
+                raise Trap(f"trap: out-of-bounds {what} by {w.who(lane)}: {space} byte "
+                           f"address {a} is outside the {owner}'s {4 * words} bytes of "
+                           f"{space} memory")
+            return word(w, lane, a // 4)
         return address
 
     def global_address(self, op: simt.MemoryOp, extra: int = 0) -> Callable[[Warp, int], int]:

@@ -292,21 +292,27 @@ def test_64_bit_shared_atomics_lane_by_lane(tmp_path, capsys, engine):
     assert _run(tmp_path, SHARED64, launch, engine, capsys) == ref and ref[0] == 0
 
 
+def _trap_messages(tmp_path, capsys, text: str, launch: dict) -> dict[str, str]:
+    """Each engine's trap for the launch: all trap, `simt` and `tensor` alike."""
+    messages = {}
+    for engine in ("ref", "simt", "tensor"):
+        status, _, err = _run(tmp_path, text, launch, engine, capsys)
+        assert status == 3, err
+        messages[engine] = err
+    assert messages["simt"] == messages["tensor"]
+    assert "Traceback" not in "".join(messages.values())
+    return messages
+
+
 def test_a_pair_atomic_whose_high_word_leaves_its_buffer_traps(tmp_path, capsys):
     launch = {"grid": [1, 1, 1], "block": [4, 1, 1],
               "args": [{"type": "u32*", "data": [1, 2, 3, 4, 5, 6, 7]},
                        {"type": "s64*", "data": [0, 0, 0, 0]}]}
-    messages = {}
-    for engine in ("ref", "simt", "tensor"):
-        status, _, err = _run(tmp_path, PAIR_MIN, launch, engine, capsys)
-        assert status == 3, err
-        messages[engine] = err
-    assert messages["simt"] == messages["tensor"]
+    messages = _trap_messages(tmp_path, capsys, PAIR_MIN, launch)
     # lane 3's low word is the buffer's last: the high word is the one past it
     found = re.search(r"lane 3 .*word address (\d+) is outside buffer 0 'k_param_0' "
                       r"\(words \d+\.\.(\d+)\)", messages["simt"])
     assert found and int(found[1]) == int(found[2]) + 1
-    assert "Traceback" not in "".join(messages.values())
 
 
 def _pointer_launch(sel: list[int]) -> dict:
@@ -335,12 +341,7 @@ def test_pointers_held_as_values_are_the_reference_addresses(tmp_path, capsys, e
     ([1, 5, 4, -1], 0, r"address 0x[0-9a-f]+ is outside every buffer"),
 ])
 def test_a_bad_pointer_loaded_from_memory_traps(tmp_path, capsys, sel, lane, why):
-    messages = {}
-    for engine in ("ref", "simt", "tensor"):
-        status, _, err = _run(tmp_path, POINTER_VALUES, _pointer_launch(sel), engine, capsys)
-        assert status == 3, err
-        messages[engine] = err
-    assert messages["simt"] == messages["tensor"]
+    messages = _trap_messages(tmp_path, capsys, POINTER_VALUES, _pointer_launch(sel))
     assert re.search(rf"out-of-bounds simt.ld .*ld.u32 .* by warp 0 lane {lane} .*{why}",
                      messages["simt"]), messages["simt"]
     assert "out-of-bounds" in messages["ref"]
@@ -366,13 +367,7 @@ def test_a_local_array_indexed_by_data(tmp_path, capsys, engine):
     (-1, r"local byte address 4294967292 is outside the thread's 16 bytes"),
 ])
 def test_a_local_index_past_the_frame_traps(tmp_path, capsys, index, why):
-    messages = {}
-    for engine in ("ref", "simt", "tensor"):
-        status, _, err = _run(tmp_path, LOCAL_ARRAY, _local_launch([0, 1, index, 2]), engine,
-                              capsys)
-        assert status == 3, err
-        messages[engine] = err
-    assert messages["simt"] == messages["tensor"]
+    messages = _trap_messages(tmp_path, capsys, LOCAL_ARRAY, _local_launch([0, 1, index, 2]))
     assert re.search(rf"out-of-bounds simt.ld .*ld.local.u32 .* lane 2 .*{why}",
                      messages["simt"]), messages["simt"]
     assert "out-of-bounds" in messages["ref"] and "local" in messages["ref"]
