@@ -174,11 +174,13 @@ def fit_layers(module: builtin.ModuleOp, passes: Passes, run, run_rest) -> None:
     """`run(module, passes)`, but where `simt-form-blocks` may put several
     products in a block (`max-products=0`) and the tensor schedule then takes
     more than `LAYER_GOAL` layers or does not fit: the passes through the
-    schedule run again on the input with `max-products=1` (each block's
-    multipliers no longer run side by side, at the price of more steps), the
-    schedule with fewer layers stays, and `run_rest` runs what follows it."""
-    if not any(p.name == "simt-form-blocks" and not p.max_products for p in passes) or \
-            not has_pass(passes, "tensor-schedule-layers"):
+    schedule run again on the input with narrower blocks (`_narrower`: one
+    product each, so a block's multipliers no longer run side by side; then
+    also half the ops, so fewer values live at once), at the price of more
+    steps, until one is within the goal; the schedule with the fewest layers
+    stays, and `run_rest` runs what follows it."""
+    form = next((p for p in passes if p.name == "simt-form-blocks"), None)
+    if form is None or form.max_products or not has_pass(passes, "tensor-schedule-layers"):
         run(module, passes)
         return
     from qgc.dialects import tensor  # the schedule's modules: only where one runs
@@ -193,19 +195,27 @@ def fit_layers(module: builtin.ModuleOp, passes: Passes, run, run_rest) -> None:
             raise
         failure = err
     layers = None if failure else _layers(module)
-    if failure or layers > LAYER_GOAL:
-        retry = original
+    for options in _narrower(form):
+        if not failure and layers <= LAYER_GOAL:
+            break
+        retry = original.clone()
         try:
-            run(retry, with_options(head, "simt-form-blocks", max_products=1))
-            if failure or _layers(retry) < layers:
-                replace_contents(module, retry)
-                failure = None
+            run(retry, with_options(head, "simt-form-blocks", **options))
         except QgcError:
-            pass
+            continue
+        if failure or _layers(retry) < layers:
+            replace_contents(module, retry)
+            failure, layers = None, _layers(module)
     if failure:
         raise failure
     if rest := passes[len(head):]:
         run_rest(module, rest)
+
+
+def _narrower(form) -> list[dict[str, int]]:
+    """The block shapes `fit_layers` tries after the first, in order."""
+    return [{"max_products": 1},
+            {"max_products": 1, "max_ops": max(1, form.max_ops // 2)}]
 
 
 def _layers(module: builtin.ModuleOp) -> int:

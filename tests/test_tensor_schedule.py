@@ -410,16 +410,21 @@ def _through_the_schedule(path, **form_blocks):
     return program.limit("layers"), len(kernel.body.blocks)
 
 
-def test_a_schedule_past_the_goal_is_tried_with_one_product_per_block(monkeypatch, tmp_path):
+def test_a_schedule_past_the_goal_is_tried_with_narrower_blocks(monkeypatch, tmp_path):
     """`driver.fit_layers`: two products share a block; with every schedule
-    past the goal, the driver also forms blocks of one product each and keeps
-    the schedule with fewer layers (a tie keeps the first)."""
+    past the goal, the driver also forms blocks of one product each, then of
+    half the ops too, and keeps the schedule with the fewest layers (a tie
+    keeps the earlier)."""
     import qgc.passes.tensor_schedule_layers as S
     path = tmp_path / "k.ptx"
     path.write_text(TWO_PRODUCTS)
     shared = _through_the_schedule(path, max_products=0)
     apart = _through_the_schedule(path, max_products=1)
-    assert apart[1] > shared[1]             # the blocks did split
+    halved = _through_the_schedule(path, max_products=1, max_ops=8)
+    assert halved[1] >= apart[1] > shared[1]            # the blocks did split
     assert _through_the_schedule(path) == shared      # within the goal: no second try
     monkeypatch.setattr(S, "LAYER_GOAL", 0)
-    assert _through_the_schedule(path) == (apart if apart[0] < shared[0] else shared)
+    best = shared
+    for tried in (apart, halved):
+        best = tried if tried[0] < best[0] else best
+    assert _through_the_schedule(path) == best
