@@ -33,7 +33,7 @@ LOWER_TO_TENSOR = up_to(stage("tensor"), "tensor-schedule-layers")
 IN_CI = {("branchy", "nvcc"), ("reduce_shared", "nvcc"), ("reverse_dynshared", "clang"),
          ("warp_reduce_shfl", "clang"), ("matmul4x4", "nvcc"), ("pointer_arith64", "nvcc"),
          ("floyd_step_i", "nvcc"), ("transpose_tiled_i", "nvcc"),
-         ("atomic64_cas_exch", "nvcc"), ("shared_s16", "nvcc")}
+         ("atomic64_cas_exch", "nvcc"), ("shared_s16", "nvcc"), ("pointer_select", "nvcc")}
 COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))
 
 
