@@ -1,0 +1,105 @@
+"""`qgc.machine.softfloat` (the f32 steps the machine will take) against
+the `ref` engine's float32 (`qgc.runtime.float32`), bit for bit: the special
+classes crossed with each other in every rounding mode, with and without
+`.ftz`, and random operands (more under `make test-full`)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qgc.machine import softfloat as S
+from qgc.runtime import float32 as F
+
+#: ±0, the subnormal extremes, the normal extremes, ±1 and neighbours, ties
+#: for rounding (1 + 2^-24, 2^24 + 1 ...), ±inf and NaNs with payloads
+SPECIALS = [0x0000_0000, 0x0000_0001, 0x007F_FFFF, 0x0080_0000, 0x0080_0001, 0x7F7F_FFFF,
+            0x7F7F_FFFE, 0x3F80_0000, 0x3F80_0001, 0x3F7F_FFFF, 0x3380_0000, 0x3400_0000,
+            0x4B80_0000, 0x4B80_0001, 0x4040_0000, 0x3FC0_0000, 0x7F80_0000, 0x7FC0_0000,
+            0x7F80_0001, 0x7FFF_FFFF]
+SPECIALS += [b | S.SIGN for b in SPECIALS]
+ROUNDINGS = [(mode, ftz) for mode in S.MODES for ftz in (False, True)]
+
+
+def _in(bits: int, ftz: bool) -> float:
+    return F.to_float(F.flush(bits) if ftz else bits)
+
+
+def _out(bits: int, ftz: bool) -> int:
+    return F.flush(bits) if ftz else bits
+
+
+def ref_add(a: int, b: int, mode: str, ftz: bool) -> int:
+    x, y = _in(a, ftz), _in(b, ftz)
+    return _out(F.from_float(x + y) if mode == "rn" else F.add_exact(x, y, mode), ftz)
+
+
+def ref_mul(a: int, b: int, mode: str, ftz: bool) -> int:
+    x, y = _in(a, ftz), _in(b, ftz)
+    return _out(F.from_float(x * y) if mode == "rn" else F.mul_exact(x, y, mode), ftz)
+
+
+def ref_fma(a: int, b: int, c: int, mode: str, ftz: bool) -> int:
+    return _out(F.fma_exact(_in(a, ftz), _in(b, ftz), _in(c, ftz), mode), ftz)
+
+
+def _check(op, ref, *operands, mode: str, ftz: bool) -> None:
+    got, want = op(*operands, mode, ftz), ref(*operands, mode, ftz)
+    assert got == want, (f"{op.__name__}.{mode}{'.ftz' if ftz else ''}"
+                         f"({', '.join(f'{x:#010x}' for x in operands)}) = {got:#010x}, "
+                         f"ref {want:#010x}")
+
+
+@pytest.mark.parametrize("mode, ftz", ROUNDINGS)
+@pytest.mark.parametrize("op, ref", [(S.add, ref_add), (S.mul, ref_mul)], ids=["add", "mul"])
+def test_special_classes_crossed(op, ref, mode, ftz):
+    for a, b in itertools.product(SPECIALS, repeat=2):
+        _check(op, ref, a, b, mode=mode, ftz=ftz)
+
+
+@pytest.mark.parametrize("mode, ftz", ROUNDINGS)
+def test_fma_special_classes_crossed(mode, ftz):
+    for a, b, c in itertools.product(SPECIALS[::3], SPECIALS[1::3], SPECIALS[::2]):
+        _check(S.fma, ref_fma, a, b, c, mode=mode, ftz=ftz)
+
+
+def test_sub_is_add_of_the_negation():
+    assert S.sub(0x3F80_0000, 0x3F80_0000) == 0
+    assert S.sub(0x3F80_0000, 0x3F80_0000, "rm") == S.SIGN
+    assert S.sub(0x4040_0000, 0x3F80_0000) == 0x4000_0000
+
+
+#: any pattern; near patterns (close exponents: cancellation, ties)
+BITS = st.integers(0, 0xFFFF_FFFF)
+NEAR = st.tuples(st.integers(0, 1), st.integers(100, 154), st.integers(0, 0x7F_FFFF)).map(
+    lambda t: t[0] << 31 | t[1] << 23 | t[2])
+OPERAND = st.one_of(BITS, NEAR, st.sampled_from(SPECIALS))
+MODE = st.sampled_from(ROUNDINGS)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(OPERAND, OPERAND, MODE)
+def test_random_add_and_mul(a, b, rounding):
+    mode, ftz = rounding
+    _check(S.add, ref_add, a, b, mode=mode, ftz=ftz)
+    _check(S.mul, ref_mul, a, b, mode=mode, ftz=ftz)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(OPERAND, OPERAND, OPERAND, MODE)
+def test_random_fma(a, b, c, rounding):
+    mode, ftz = rounding
+    _check(S.fma, ref_fma, a, b, c, mode=mode, ftz=ftz)
+
+
+@pytest.mark.full
+@settings(max_examples=200_000, deadline=None)
+@given(OPERAND, OPERAND, OPERAND, MODE)
+def test_many_random_operands(a, b, c, rounding):
+    mode, ftz = rounding
+    _check(S.add, ref_add, a, b, mode=mode, ftz=ftz)
+    _check(S.mul, ref_mul, a, b, mode=mode, ftz=ftz)
+    _check(S.fma, ref_fma, a, b, c, mode=mode, ftz=ftz)
