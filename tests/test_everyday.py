@@ -371,3 +371,24 @@ def test_a_local_index_past_the_frame_traps(tmp_path, capsys, index, why):
     assert re.search(rf"out-of-bounds simt.ld .*ld.local.u32 .* lane 2 .*{why}",
                      messages["simt"]), messages["simt"]
     assert "out-of-bounds" in messages["ref"] and "local" in messages["ref"]
+
+
+#: PAIR_MIN with its atomic's address moved 2 bytes off and back: a pointer
+#: held as a value, so the pair atomic is located (both words found at run time)
+PAIR_MIN_LOCATED = PAIR_MIN.replace(
+    "    atom.global.min.s64 %rd7, [%rd8], %rd7;",
+    "    add.s64 %rd9, %rd8, 2;\n    add.s64 %rd10, %rd9, -2;\n"
+    "    atom.global.min.s64 %rd7, [%rd10], %rd7;").replace("%rd<9>", "%rd<11>")
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+def test_a_located_pair_atomic(tmp_path, capsys, engine):
+    """Both words of a pair atomic located at run time (the high one 4 bytes on)."""
+    assert "[%rd10]" in PAIR_MIN_LOCATED
+    launch = {"grid": [1, 1, 1], "block": [4, 1, 1],
+              "args": [{"type": "s64*", "data": [5, -1, 1 << 40, -(1 << 40)]},
+                       {"type": "s64*", "data": [7, -2, (1 << 40) - 1, 3]}]}
+    status, out, err = _run(tmp_path, PAIR_MIN_LOCATED, launch, engine, capsys)
+    assert status == 0, err
+    assert json.loads(out)["buffers"] == [[5, -2, (1 << 40) - 1, -(1 << 40)],
+                                          [5, -1, 1 << 40, -(1 << 40)]]

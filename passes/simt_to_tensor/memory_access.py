@@ -21,7 +21,8 @@ class MemoryAccess:
         word inside its buffer's bounds, a shared word aligned and inside the
         CTA's window, a spill slot inside the word memory (by construction)."""
         space, n = op.space.data, self.address_bits
-        off = op.offset.value.data + extra * (4 if space in ("shared", "local") else 1)
+        bytewise = space in ("shared", "local") or op.is_located     # byte addresses
+        off = op.offset.value.data + extra * (4 if bytewise else 1)
         if space == "spill":
             slot = ln * self.kernel.thread_words + off
             word = self.alu.add(self.launch_word("spill"), self.const(slot, WORD))
