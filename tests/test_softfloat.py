@@ -103,3 +103,46 @@ def test_many_random_operands(a, b, c, rounding):
     _check(S.add, ref_add, a, b, mode=mode, ftz=ftz)
     _check(S.mul, ref_mul, a, b, mode=mode, ftz=ftz)
     _check(S.fma, ref_fma, a, b, c, mode=mode, ftz=ftz)
+
+
+# ------------------------------------------------------------ compares, conversions
+
+def test_the_compares_are_the_ref_engines():
+    from qgc.runtime.ref_int import _FLOAT_CMP
+    assert set(_FLOAT_CMP) == set(S.COMPARES)
+    for cmp, ftz in itertools.product(S.COMPARES, (False, True)):
+        for a, b in itertools.product(SPECIALS, repeat=2):
+            want = _FLOAT_CMP[cmp](_in(a, ftz), _in(b, ftz))
+            assert S.compare(cmp, a, b, ftz) == want, (cmp, ftz, hex(a), hex(b))
+
+
+INT_ROUNDINGS = {"rn": "rni", "rz": "rzi", "rm": "rmi", "rp": "rpi"}
+
+
+def _check_conversions(bits: int, n: int, mode: str, ftz: bool) -> None:
+    assert S.from_int(n, mode) == F.int_to_f32(n, mode), (n, mode)
+    x = _in(bits, ftz)
+    for width, signed in ((32, True), (32, False), (64, True), (64, False)):
+        assert S.to_int(bits, mode, width, signed, ftz) == \
+            F.f32_to_int(x, INT_ROUNDINGS[mode], width, signed), (hex(bits), mode, width, signed)
+    want = _out(F.from_float(F.round_integral(x, INT_ROUNDINGS[mode])), ftz)
+    assert _out(S.round_integral(bits, mode, ftz), ftz) == want, (hex(bits), mode, ftz)
+
+
+INTEGERS = st.one_of(st.integers(-(1 << 63), (1 << 64) - 1), st.integers(-(1 << 26), 1 << 26))
+
+
+@pytest.mark.parametrize("mode, ftz", ROUNDINGS)
+def test_conversions_of_the_special_classes(mode, ftz):
+    for bits in SPECIALS + [0x3F00_0000, 0x3FC0_0000, 0x4020_0000, 0xBF00_0000, 0x4B00_0001,
+                            0x5F00_0000, 0x5F80_0000, 0x4F00_0000, 0x4F80_0000, 0xCF00_0000]:
+        for n in (0, 1, -1, (1 << 24) + 1, -(1 << 24) - 3, (1 << 63) - 1, -(1 << 63),
+                  (1 << 64) - 1, (1 << 31) - 1):
+            _check_conversions(bits, n, mode, ftz)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(OPERAND, INTEGERS, MODE)
+def test_random_conversions(bits, n, rounding):
+    mode, ftz = rounding
+    _check_conversions(bits, n, mode, ftz)

@@ -1,6 +1,8 @@
 """IEEE-754 binary32 arithmetic on integers, in the steps the machine's f32
 circuits take (issue 23): unpack, align with a sticky bit, add or multiply
-the significands, normalise, round, pack.
+the significands, normalise, round, pack; and the compares (`setp.f32`,
+ordered and unordered) and conversions (integer ↔ f32, round to integral)
+as integer operations on the patterns.
 
 A float is its 32-bit pattern. Finite operands unpack to `sign, sig, exp`
 with value `(-1)^sign · sig · 2^(exp − 150)`: `sig` the 24-bit significand
@@ -186,3 +188,84 @@ def _wide_sum(p: Unpacked, z: Unpacked, mode: str) -> int:
 
 def _result(bits: int, ftz: bool) -> int:
     return flush(bits) if ftz else bits
+
+
+# ------------------------------------------------------------------ compares
+
+def is_nan(bits: int) -> bool:
+    return bits & 0x7FFF_FFFF > INF
+
+
+def _key(bits: int) -> int:
+    """A non-NaN float's order as an integer (±0 both 0)."""
+    magnitude = bits & 0x7FFF_FFFF
+    return -magnitude if bits & SIGN else magnitude
+
+
+#: `setp.CMP.f32`: (unordered result, ordered test of the two keys)
+COMPARES = {
+    "eq": (False, lambda x, y: x == y), "ne": (False, lambda x, y: x != y),
+    "lt": (False, lambda x, y: x < y), "le": (False, lambda x, y: x <= y),
+    "gt": (False, lambda x, y: x > y), "ge": (False, lambda x, y: x >= y),
+    "equ": (True, lambda x, y: x == y), "neu": (True, lambda x, y: x != y),
+    "ltu": (True, lambda x, y: x < y), "leu": (True, lambda x, y: x <= y),
+    "gtu": (True, lambda x, y: x > y), "geu": (True, lambda x, y: x >= y),
+    "num": (False, lambda x, y: True), "nan": (True, lambda x, y: False),
+}
+
+
+def compare(cmp: str, a: int, b: int, ftz: bool = False) -> bool:
+    """`setp.CMP{.ftz}.f32`: an ordered compare is false with a NaN operand,
+    an unordered one (`...u`) true; -0 == +0."""
+    if ftz:
+        a, b = flush(a), flush(b)
+    unordered, test = COMPARES[cmp]
+    if is_nan(a) or is_nan(b):
+        return unordered
+    return test(_key(a), _key(b))
+
+
+# --------------------------------------------------------------- conversions
+
+def from_int(n: int, mode: str = "rn") -> int:
+    """`cvt.RND.f32.{s,u}{32,64}` of the integer value `n`."""
+    if n == 0:
+        return 0
+    return round_pack(int(n < 0), abs(n), 150, mode)
+
+
+def _integral(x: Unpacked, mode: str) -> int:
+    """The magnitude of a finite x rounded to an integer (`mode`: rn rz rm rp)."""
+    if x.exp >= 150:
+        return x.sig << (x.exp - 150)
+    shift = 150 - x.exp
+    if shift > 25:                      # below one half: only the bits' presence counts
+        return int(round_up(0, 1, 2, x.sign, mode))
+    kept, rest = x.sig >> shift, x.sig & ((1 << shift) - 1)
+    return kept + round_up(kept, rest, 1 << (shift - 1), x.sign, mode)
+
+
+def to_int(bits: int, mode: str, width: int, signed: bool, ftz: bool = False) -> int:
+    """`cvt.RNDi{.ftz}.{s,u}WIDTH.f32` (RND in rn rz rm rp): rounded, then
+    saturated to the type's range; NaN converts to 0."""
+    x = unpack(bits, ftz)
+    lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
+    if x.kind == "nan":
+        return 0
+    if x.kind == "inf":
+        return lo if x.sign else hi
+    n = 0 if x.kind == "zero" else _integral(x, mode)
+    return min(max(-n if x.sign else n, lo), hi)
+
+
+def round_integral(bits: int, mode: str, ftz: bool = False) -> int:
+    """`cvt.RNDi{.ftz}.f32.f32`: to an integral float, keeping the sign of a zero."""
+    x = unpack(bits, ftz)
+    if x.kind == "nan":
+        return CANONICAL_NAN
+    if x.kind != "finite":
+        return x.sign << 31 | (INF if x.kind == "inf" else 0)
+    if x.exp >= 150:
+        return bits
+    n = _integral(x, mode)
+    return x.sign << 31 if n == 0 else round_pack(x.sign, n, 150, "rz")
