@@ -103,6 +103,8 @@ def test_many_random_operands(a, b, c, rounding):
     _check(S.add, ref_add, a, b, mode=mode, ftz=ftz)
     _check(S.mul, ref_mul, a, b, mode=mode, ftz=ftz)
     _check(S.fma, ref_fma, a, b, c, mode=mode, ftz=ftz)
+    _check(S.div, ref_div, a, b, mode=mode, ftz=ftz)
+    _check(S.sqrt, ref_sqrt, c, mode=mode, ftz=ftz)
 
 
 # ------------------------------------------------------------ compares, conversions
@@ -146,3 +148,27 @@ def test_conversions_of_the_special_classes(mode, ftz):
 def test_random_conversions(bits, n, rounding):
     mode, ftz = rounding
     _check_conversions(bits, n, mode, ftz)
+
+
+def ref_div(a: int, b: int, mode: str, ftz: bool) -> int:
+    return _out(F.div_exact(_in(a, ftz), _in(b, ftz), mode), ftz)
+
+
+def ref_sqrt(a: int, mode: str, ftz: bool) -> int:
+    return _out(F.sqrt_exact(_in(a, ftz), mode), ftz)
+
+
+@pytest.mark.parametrize("mode, ftz", ROUNDINGS)
+def test_div_and_sqrt_of_the_special_classes(mode, ftz):
+    for a, b in itertools.product(SPECIALS, repeat=2):
+        _check(S.div, ref_div, a, b, mode=mode, ftz=ftz)
+    for a in SPECIALS + [0x4080_0000, 0x4000_0000, 0x4110_0000, 0x0000_0004, 0x0000_0002]:
+        _check(S.sqrt, ref_sqrt, a, mode=mode, ftz=ftz)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(OPERAND, OPERAND, MODE)
+def test_random_div_and_sqrt(a, b, rounding):
+    mode, ftz = rounding
+    _check(S.div, ref_div, a, b, mode=mode, ftz=ftz)
+    _check(S.sqrt, ref_sqrt, a, mode=mode, ftz=ftz)

@@ -1,8 +1,9 @@
 """IEEE-754 binary32 arithmetic on integers, in the steps the machine's f32
 circuits take (issue 23): unpack, align with a sticky bit, add or multiply
-the significands, normalise, round, pack; and the compares (`setp.f32`,
-ordered and unordered) and conversions (integer ↔ f32, round to integral)
-as integer operations on the patterns.
+the significands, normalise, round, pack; division and square root with
+the remainder as a sticky bit; and the compares (`setp.f32`, ordered and
+unordered) and conversions (integer ↔ f32, round to integral) as integer
+operations on the patterns.
 
 A float is its 32-bit pattern. Finite operands unpack to `sign, sig, exp`
 with value `(-1)^sign · sig · 2^(exp − 150)`: `sig` the 24-bit significand
@@ -22,6 +23,7 @@ test_softfloat.py` checks it against the `ref` engine's float32 bit for bit
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import isqrt
 
 MODES = ("rn", "rz", "rm", "rp")
 CANONICAL_NAN = 0x7FFFFFFF
@@ -269,3 +271,39 @@ def round_integral(bits: int, mode: str, ftz: bool = False) -> int:
         return bits
     n = _integral(x, mode)
     return x.sign << 31 if n == 0 else round_pack(x.sign, n, 150, "rz")
+
+
+# ------------------------------------------------------------ division, root
+
+def div(a: int, b: int, mode: str = "rn", ftz: bool = False) -> int:
+    """`div{.rnd}{.ftz}.f32`, correctly rounded: the significands' quotient
+    to 50 more bits than the dividend's, its remainder a sticky bit (a
+    digit recurrence computes the same bits)."""
+    x, y = unpack(a, ftz), unpack(b, ftz)
+    sign = x.sign ^ y.sign
+    if "nan" in (x.kind, y.kind) or x.kind == y.kind and x.kind in ("inf", "zero"):
+        return CANONICAL_NAN
+    if x.kind == "inf" or y.kind == "zero":
+        return sign << 31 | INF
+    if x.kind == "zero" or y.kind == "inf":
+        return sign << 31
+    quotient, rest = divmod(x.sig << 50, y.sig)
+    return _result(round_pack(sign, quotient << 1 | (rest != 0), x.exp - y.exp - 51 + 150,
+                              mode), ftz)
+
+
+def sqrt(a: int, mode: str = "rn", ftz: bool = False) -> int:
+    """`sqrt{.rnd}{.ftz}.f32`, correctly rounded: the integer square root of
+    the significand (its exponent made even) to 30 more bits, the remainder
+    a sticky bit."""
+    x = unpack(a, ftz)
+    if x.kind == "nan" or x.kind != "zero" and x.sign:
+        return CANONICAL_NAN
+    if x.kind != "finite":
+        return x.sign << 31 | (INF if x.kind == "inf" else 0)
+    sig, power = x.sig, x.exp - 150
+    if power % 2:
+        sig, power = sig << 1, power - 1
+    root = isqrt(sig << 60)
+    sticky = root * root != sig << 60
+    return _result(round_pack(0, root << 1 | sticky, power // 2 - 31 + 150, mode), ftz)
