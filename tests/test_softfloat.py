@@ -172,3 +172,19 @@ def test_random_div_and_sqrt(a, b, rounding):
     mode, ftz = rounding
     _check(S.div, ref_div, a, b, mode=mode, ftz=ftz)
     _check(S.sqrt, ref_sqrt, a, mode=mode, ftz=ftz)
+
+
+def test_sign_ops_and_min_max_are_the_ref_engines():
+    """neg, abs, copysign, and min/max with PTX's NaN and signed-zero rules
+    (the ref engine's `minmax_bits`)."""
+    from qgc.runtime.ref_float import minmax_bits
+    for a, b in itertools.product(SPECIALS, repeat=2):
+        assert S.copysign(a, b) == (b & 0x7FFF_FFFF) | (a & S.SIGN)
+        for ftz, keep_nan in itertools.product((False, True), repeat=2):
+            x, y = (F.flush(a), F.flush(b)) if ftz else (a, b)
+            for pick_max in (False, True):
+                want = minmax_bits(x, y, pick_max, keep_nan)
+                assert S.minmax(a, b, pick_max, ftz, keep_nan) == want, (hex(a), hex(b))
+    for a in SPECIALS:
+        assert S.neg(a) == a ^ S.SIGN and S.abs_(a) == a & 0x7FFF_FFFF
+        assert S.neg(a, True) == F.flush(a) ^ S.SIGN

@@ -2,8 +2,9 @@
 circuits take (issue 23): unpack, align with a sticky bit, add or multiply
 the significands, normalise, round, pack; division and square root with
 the remainder as a sticky bit; and the compares (`setp.f32`, ordered and
-unordered) and conversions (integer ↔ f32, round to integral) as integer
-operations on the patterns.
+unordered), min/max (PTX's NaN and signed-zero rules), neg/abs/copysign
+and conversions (integer ↔ f32, round to integral) as integer operations
+on the patterns.
 
 A float is its 32-bit pattern. Finite operands unpack to `sign, sig, exp`
 with value `(-1)^sign · sig · 2^(exp − 150)`: `sig` the 24-bit significand
@@ -307,3 +308,33 @@ def sqrt(a: int, mode: str = "rn", ftz: bool = False) -> int:
     root = isqrt(sig << 60)
     sticky = root * root != sig << 60
     return _result(round_pack(0, root << 1 | sticky, power // 2 - 31 + 150, mode), ftz)
+
+
+# ------------------------------------------------------------ sign, min, max
+
+def neg(a: int, ftz: bool = False) -> int:
+    """`neg{.ftz}.f32`: the sign flipped (a NaN too: no arithmetic)."""
+    return (flush(a) if ftz else a) ^ SIGN
+
+
+def abs_(a: int, ftz: bool = False) -> int:
+    """`abs{.ftz}.f32`: the sign cleared."""
+    return (flush(a) if ftz else a) & ~SIGN & 0xFFFF_FFFF
+
+
+def copysign(a: int, b: int) -> int:
+    """`copysign.f32 d, a, b`: b with a's sign."""
+    return b & ~SIGN & 0xFFFF_FFFF | a & SIGN
+
+
+def minmax(a: int, b: int, pick_max: bool, ftz: bool = False, keep_nan: bool = False) -> int:
+    """`min/max{.ftz}{.NaN}.f32`: the other operand for one NaN (the
+    canonical NaN for two, or for any with `.NaN`); -0 below +0."""
+    if ftz:
+        a, b = flush(a), flush(b)
+    if is_nan(a) or is_nan(b):
+        if keep_nan or is_nan(a) and is_nan(b):
+            return CANONICAL_NAN
+        return b if is_nan(a) else a
+    first = _key(a) < _key(b) or _key(a) == _key(b) and a & SIGN != 0
+    return (b if first else a) if pick_max else (a if first else b)
