@@ -204,8 +204,8 @@ def fit_layers(module: builtin.ModuleOp, passes: Passes, run, run_rest) -> None:
         except QgcError:
             continue
         if failure or _layers(retry) < layers:
+            layers, failure = _layers(retry), None
             replace_contents(module, retry)
-            failure, layers = None, _layers(module)
     if failure:
         raise failure
     if rest := passes[len(head):]:

@@ -139,21 +139,27 @@ class KernelOp(IRDLOperation):
 
     def high_word(self, param: int) -> int:
         """Word address of the high word of 64-bit scalar parameter `param`."""
-        return len(self.params) + 2 * len(self.pointer_params()) + \
-            self.wide_params().index(param)
+        return self._high_words_at + self.wide_params().index(param)
 
     def ref_word(self, param: int) -> int:
         """Word address of pointer parameter `param`'s translation word (a
         `pointer_values` kernel): the byte address of its buffer's word w is
         `unit · w + ref` (mod 2^32), `unit` the buffer's bytes per word."""
         assert self.pointer_values is not None
-        return len(self.params) + 2 * len(self.pointer_params()) + len(self.wide_params()) + \
-            self.pointer_params().index(param)
+        return self._ref_words_at + self.pointer_params().index(param)
+
+    @property
+    def _high_words_at(self) -> int:
+        return len(self.params) + 2 * len(self.pointer_params())
+
+    @property
+    def _ref_words_at(self) -> int:
+        return self._high_words_at + len(self.wide_params())
 
     @property
     def param_area_words(self) -> int:
         refs = len(self.pointer_params()) if self.pointer_values is not None else 0
-        return len(self.params) + 2 * len(self.pointer_params()) + len(self.wide_params()) + refs
+        return self._ref_words_at + refs
 
     def limit(self, name: str) -> int | None:
         attr = getattr(self, name)

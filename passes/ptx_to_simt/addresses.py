@@ -49,9 +49,7 @@ class AddressArithmetic:
         if not isinstance(dst, ptx.Reg) or self.bits(dst.name) != 64:
             raise unsupported(inst, inst.opcode.data)
         if isinstance(a_op, ptx.Imm):       # a constant minuend: integers only
-            e = self.emitter(guard, dst.name)
-            pa, pb = self.pair_of(inst, e, a_op), self.pair_of(inst, e, b_op)
-            return self.set_int(inst, e, lg.add_pairs(e, pa, pb, base == "sub"))
+            return self.add_values(inst, self.emitter(guard, dst.name))
         a = self.wide_src(inst, a_op)
         b_wide = self.wide.get(b_op.name) if isinstance(b_op, ptx.Reg) else None
         if {"shared", "local"} & {a.kind, b_wide and b_wide.kind}:
@@ -67,8 +65,7 @@ class AddressArithmetic:
         if a.kind == "ptr" and (b_wide is None or b_wide.kind == "int"):
             return self.pointer_add(inst, guard, a, b_op if b_wide is None else b_wide)
         if "ptr" in (a.kind, b_wide and b_wide.kind):   # pointers as values
-            pa, pb = self.pair_of(inst, e, a_op), self.pair_of(inst, e, b_op)
-            return self.set_int(inst, e, lg.add_pairs(e, pa, pb, sub))
+            return self.add_values(inst, e)
         if b_wide is not None and a.scale == b_wide.scale and a.scale < 1 << 31:
             pa, pb = lg.unscaled(e, a, a.scale), lg.unscaled(e, b_wide, a.scale)
             return self.set_int(inst, e, lg.add_pairs(e, pa, pb, sub), a.scale)
@@ -117,14 +114,12 @@ class AddressArithmetic:
         """A pointer plus a byte offset that is not a whole number of its
         buffer's words: a value (located where it is used), so its register
         holds pointers as values."""
-        dst, a_op, b_op = inst.operands_decoded
+        dst = inst.operands_decoded[0]
         if not isinstance(dst, ptx.Reg) or isinstance(offset, Wide) and offset.kind != "int":
             raise unsupported(inst, inst.opcode.data, why)
         if dst.name not in self.values:
             raise HoldsPointerValues(dst.name)
-        e = self.emitter(guard, dst.name)
-        pa, pb = self.pair_of(inst, e, a_op), self.pair_of(inst, e, b_op)
-        return self.set_int(inst, e, lg.add_pairs(e, pa, pb, inst.op.base == "sub"))
+        return self.add_values(inst, self.emitter(guard, dst.name))
 
 
 def _not_words(scale: int, unit: int = 4) -> str:

@@ -97,16 +97,15 @@ class MemoryAccesses:
         holds its byte address at run time (`simt.MemoryOp.located`)."""
         self.pointer_values = True
         e = Emitter(self.fresh, None)
-        lo, hi = self.pointer_value(e, address) if address.kind == "ptr" else \
-            lg.materialize(e, address)
+        lo, hi = self.value_pair(inst, e, address)
         sub = inst.op.type in SUBWORD
         if offset < 0 or offset and sub:    # the ops' offsets count up from the address
             lo, hi = lg.add_pairs(e, (lo, hi), lg.const_pair(offset))
             offset = 0
         lo, hi = (w if isinstance(w, RegAttr) else e.alu("mov", [w], e.temp()) for w in (lo, hi))
-        at = _Words("global", lo, offset, None, 4)
         ops = e.ops + (self.packed_sub(inst, guard, "global", lo, 0) if sub else
-                       self.global_access(inst, guard, at, rest))
+                       self.global_access(inst, guard, _Words("global", lo, offset, None, 4),
+                                          rest))
         for op in ops:
             if isinstance(op, simt.MemoryOp) and op.space.data == "global" and \
                     op.buffer is None and not op.is_located:

@@ -114,12 +114,22 @@ class WideOps:
         """A 64-bit integer operand as (low, high) words."""
         if isinstance(operand, ptx.Imm) and not operand.is_float:
             return lg.const_pair(operand.value)
-        w = self.wide_src(inst, operand)
+        return self.value_pair(inst, e, self.wide_src(inst, operand))
+
+    def value_pair(self, inst: ptx.InstOp, e: Emitter, w: Wide) -> tuple[lg.Src, lg.Src]:
+        """A 64-bit register's value as (low, high) words: an integer's, or a
+        pointer's (`pointer_value`)."""
         if w.kind == "ptr":
             return self.pointer_value(e, w)
         if w.kind != "int":
-            raise unsupported(inst, inst.opcode.data, "a shared address as a 64-bit integer")
+            raise unsupported(inst, inst.opcode.data, f"a {w.kind} address as a 64-bit integer")
         return lg.materialize(e, w)
+
+    def add_values(self, inst: ptx.InstOp, e: Emitter) -> list[Operation]:
+        """64-bit `add`/`sub` of the instruction's two sources as values."""
+        _, a_op, b_op = inst.operands_decoded
+        pa, pb = self.pair_of(inst, e, a_op), self.pair_of(inst, e, b_op)
+        return self.set_int(inst, e, lg.add_pairs(e, pa, pb, inst.op.base == "sub"))
 
     def pointer_value(self, e: Emitter, w: Wide) -> tuple[lg.Src, lg.Src]:
         """A pointer as the 64-bit value the reference engine gives it: its

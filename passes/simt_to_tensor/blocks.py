@@ -20,11 +20,12 @@ from qgc.passes.simt_to_tensor.step_values import (
     unsupported,
 )
 
-#: the machine ops a block's lowering has circuits for (`lower_op`), and its
-#: terminators (`terminator`): the coverage doc's tensor column checks a
-#: kernel's ops against them
+#: the machine ops a block's lowering has circuits for (`lower_op` refuses any
+#: other), and its terminators (`terminator`): the coverage doc's tensor
+#: column checks a kernel's ops against the same table
 LOWERED_OPS = (simt.LdOp, simt.StOp, simt.AtomOp, simt.WarpOp, simt.SpecialOp, simt.SetpOp,
                simt.PredOp, simt.AluOp, *simt.TERMINATORS)
+
 
 class Blocks:
     """The block's ops (scalar ones here; memory, warp ops and atomics in
@@ -72,6 +73,8 @@ class Blocks:
         return BlockResult(records, self.terminator(ops[-1], regs), preds, self.first_fault())
 
     def lower_op(self, op, regs, records) -> None:
+        if not isinstance(op, LOWERED_OPS):
+            raise unsupported(op, f"'{op.name}'")
         lanes = range(simt.LANES)
         if isinstance(op, simt.LdOp) and op.space.data == "param":
             value = self.param(op.offset.value.data)
@@ -93,10 +96,8 @@ class Blocks:
                 value = self.alu.setp(op.cond.data, a, c)
             elif isinstance(op, simt.PredOp):
                 value = self.lower_pred(op, regs, ln, g)
-            elif isinstance(op, simt.AluOp):
-                value = self.lower_alu(op, regs, ln, g)
             else:
-                raise unsupported(op, f"'{op.name}'")
+                value = self.lower_alu(op, regs, ln, g)
             self.define(regs, ln, op.dst, value, g)
 
     def special(self, what: str, lane: int) -> SSAValue:

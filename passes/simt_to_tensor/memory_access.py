@@ -31,9 +31,7 @@ class MemoryAccess:
         if space == "local":
             return self.local_word(op, regs, ln, g, off)
         if space == "shared":
-            byte = self.const(off & 0xFFFF_FFFF, WORD) if op.base is None else \
-                self.alu.add(self.use(regs, ln, op.base, g), self.const(off & 0xFFFF_FFFF, WORD)) \
-                if off else self.use(regs, ln, op.base, g)
+            byte = self.byte_address(op, regs, ln, g, off)
             word = self.alu.add(self.b.slice(byte, 2, n + 3),
                                 self.b.slice(self.launch_word("shared"), 0, n + 1))
             aligned = self.none_of(self.bits_of(self.b.slice(byte, 0, 2)))
@@ -52,14 +50,20 @@ class MemoryAccess:
         checks = [inside, self.alu.setp("ge.u", word, lo), self.alu.setp("lt.u", word, end)]
         return word, checks, f"global {op.buffer_index}"
 
+    def byte_address(self, op, regs, ln: int, g, off: int) -> SSAValue:
+        """A window access's byte address: its base register (if any) plus
+        `off`, in 32 bits."""
+        if op.base is None:
+            return self.const(off & 0xFFFF_FFFF, WORD)
+        base = self.use(regs, ln, op.base, g)
+        return self.alu.add(base, self.const(off & 0xFFFF_FFFF, WORD)) if off else base
+
     def local_word(self, op, regs, ln: int, g, off: int
                    ) -> tuple[SSAValue, list[SSAValue], object]:
         """A `.local` byte address: the lane's thread's word past its spill
         slots, aligned and inside the frame (`local_size` words)."""
         n, kernel = self.address_bits, self.kernel
-        byte = self.const(off & 0xFFFF_FFFF, WORD) if op.base is None else \
-            self.alu.add(self.use(regs, ln, op.base, g), self.const(off & 0xFFFF_FFFF, WORD)) \
-            if off else self.use(regs, ln, op.base, g)
+        byte = self.byte_address(op, regs, ln, g, off)
         first = self.const(ln * kernel.thread_words + kernel.spill_size, WORD)
         word = self.alu.add(self.alu.add(self.launch_word("spill"), first),
                             self.b.concat([self.b.slice(byte, 2, WORD), self.const(0, 2)]))

@@ -216,15 +216,21 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
                 words[kernel.high_word(i)] = value[1]
     if kernel.pointer_values is not None:
         _write_ref_words(kernel, launch, bases, words)
-    packed = {i for i in pointers if params[i][1] == "ptr" and TYPE_SIZES[launch.args[i].type] < 4}
+    packed = {i for i in pointers if is_packed(launch.args[i], params[i][1])}
     return Layout(words, bases, sizes, len(params), 2 * len(pointers), total, shared_base,
                   shared, spill, packed)
+
+
+def is_packed(arg, ptype: str) -> bool:
+    """Whether a buffer argument's bytes or halfwords lie packed in the words
+    of a word buffer (`ptr`), as in memory."""
+    return ptype == "ptr" and TYPE_SIZES[arg.type] < 4
 
 
 def offset_words(arg, ptype: str) -> int:
     """The launch's element offset into a buffer argument, in words (whole
     words in a packed buffer: `_check_arg`)."""
-    if ptype == "ptr" and TYPE_SIZES[arg.type] < 4:
+    if is_packed(arg, ptype):
         return arg.offset * TYPE_SIZES[arg.type] // 4
     return arg.offset * words_per_element(arg.type)
 
@@ -233,7 +239,7 @@ def buffer_words(arg, ptype: str) -> list[int]:
     """A buffer argument's machine words: one element per word (or two) in
     its own width; bytes and halfwords packed little-endian in a word buffer."""
     data = arg.data or []
-    if ptype == "ptr" and TYPE_SIZES[arg.type] < 4:
+    if is_packed(arg, ptype):
         raw = b"".join(encode_element(arg.type, v)[0].to_bytes(TYPE_SIZES[arg.type], "little")
                        for v in data)
         return [int.from_bytes(raw[k:k + 4], "little") for k in range(0, len(raw), 4)]
