@@ -254,6 +254,10 @@ class KernelOp(IRDLOperation):
                     if buf is not None and buf not in pointers:
                         raise VerifyException(f"{op.name}: buffer {buf} is not a pointer "
                                               f"parameter of kernel '{name}'")
+                    if op.is_located and self.pointer_values is None:
+                        raise VerifyException(f"{op.name}: a located access in kernel "
+                                              f"'{name}', which is not `pointer_values` (its "
+                                              "launch has no translation words)")
                     if op.space.data == "param" and not \
                             0 <= op.offset.value.data < self.param_area_words:
                         raise VerifyException(f"{op.name}: param[{op.offset.value.data}] is "

@@ -53,3 +53,14 @@ builtin.module {
     simt.exit
   }
 }
+
+// -----
+
+// A located access needs the translation words of a `pointer_values` kernel.
+builtin.module {
+  // expected-error@+1 {{simt.ld: a located access in kernel 'k', which is not `pointer_values` (its launch has no translation words)}}
+  simt.kernel @k(ptr a) lanes 4 mem_words 128 {
+    simt.ld r0, global[r1:r2 + 0]
+    simt.exit
+  }
+}
