@@ -14,6 +14,7 @@ _PASSES = {
     "simt-rename-webs": ("simt_rename_webs", "SimtRenameWebsPass"),
     "simt-cse": ("simt_cse", "SimtCsePass"),
     "simt-expand-divrem": ("simt_expand_divrem", "SimtExpandDivremPass"),
+    "simt-expand-float": ("simt_expand_float", "SimtExpandFloatPass"),
     "simt-layout-memory": ("simt_layout_memory", "SimtLayoutMemoryPass"),
     "simt-form-blocks": ("simt_form_blocks", "SimtFormBlocksPass"),
     "simt-allocate-registers": ("simt_allocate_registers", "SimtAllocateRegistersPass"),

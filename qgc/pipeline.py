@@ -67,7 +67,8 @@ def _stage_passes(name: str) -> Passes:
         _new("convert-ptx-to-simt", mem_words=TENSOR_MEM_WORDS if tensor else 1024),
         _new("simt-if-convert"),
         _new("simt-rename-webs"),
-        *((_new("simt-expand-divrem", max_ops=16, regs=15),) if tensor else ()),
+        *((_new("simt-expand-float"), _new("simt-expand-divrem", max_ops=16, regs=15))
+          if tensor else ()),
         _new("simt-cse"),
         _new("simt-layout-memory"),
         _new("simt-allocate-registers", regs=15, preds=8),

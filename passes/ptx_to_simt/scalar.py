@@ -84,6 +84,8 @@ class ScalarOps:
         args = inst.operands_decoded
         if opc.type in WIDE:
             return self.setp64(inst, guard)
+        if opc.type == "f32":
+            return self.setp_f32(inst, guard)
         table = SETP_SIGNED if opc.type == "s32" else SETP_UNSIGNED
         if opc.type not in INT32 or len(opc.modifiers) != 1 or len(args) != 3 or \
                 opc.modifiers[0] not in table or \

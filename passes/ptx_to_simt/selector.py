@@ -22,6 +22,7 @@ from qgc.passes.ptx_to_simt.blocks import (
     is_warp_sync,
 )
 from qgc.passes.ptx_to_simt.common import INT32, SUBWORD, WIDE, WORD32, unsupported
+from qgc.passes.ptx_to_simt.floats import FloatOps
 from qgc.passes.ptx_to_simt.legalize import Emitter, Wide
 from qgc.passes.ptx_to_simt.memory import MemoryAccesses
 from qgc.passes.ptx_to_simt.ordering import Ordering
@@ -32,8 +33,8 @@ from qgc.passes.ptx_to_simt.warp import WarpOps
 from qgc.passes.ptx_to_simt.wide import WideOps
 
 
-class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, MemoryAccesses,
-               Ordering, WideOps, AddressArithmetic):
+class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, SubwordOps, WarpOps,
+               MemoryAccesses, Ordering, WideOps, AddressArithmetic):
     """Selects the machine ops of one PTX entry (`run` gives its `simt.kernel`)."""
 
     def __init__(self, entry: ptx.EntryOp, mem_words: int, values: frozenset[str] = frozenset()):
@@ -202,6 +203,8 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, SubwordOps, WarpOps, Me
             if src is None or space == "local" and src.kind != "local":
                 raise unsupported(inst, inst.opcode.data)
             return self.view(inst, guard, src)
+        if base == "cvt" and "f32" in opc.types and set(opc.types) <= {"f32", "s32", "u32"}:
+            return self.cvt_f32(inst, guard)
         if base == "cvt" and len(opc.types) == 2 and opc.types[0] in INT32 and \
                 opc.types[1] in WIDE and not mods:
             return self.narrow(inst, guard)

@@ -22,6 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from qgc.machine import float_programs as fp
+from qgc.machine import softfloat as sf
+from qgc.runtime.float32 import saturate
+
 if TYPE_CHECKING:
     from xdsl.ir import SSAValue
 
@@ -68,7 +72,7 @@ class AluOpcode:
     """The result word from the source words (predicates as bools)."""
     lower: Lowering | None
     """The circuit for one lane; None where a pass expands the op first
-    (`simt-expand-divrem` for div/rem)."""
+    (`simt-expand-divrem` for div/rem, `simt-expand-float` for f32)."""
     sources: tuple[Kind, ...] = ("word", "word")
     ptx: tuple[PtxForm, ...] = ()
     commutative: bool = False
@@ -80,6 +84,10 @@ class AluOpcode:
     absorbing: int | None = None
     """x op z = z op x = z: selection folds it."""
     doc: str = field(default="", compare=False)
+    expand: Callable[..., Any] | None = field(default=None, compare=False)
+    """f32 ops: the program of integer ops that `simt-expand-float` puts in
+    its place (`qgc.machine.float_programs`), from an `IntOps` and the
+    sources."""
 
     @property
     def arity(self) -> int:
@@ -214,6 +222,113 @@ def _prmt_opcode(mode: str | None) -> AluOpcode:
                      THREE, (PtxForm("prmt", mods, _B),))
 
 
+# ------------------------------------------------------------------ f32
+
+_F = ("f32",)
+
+
+def _float_name(*parts: str | None) -> str:
+    return ".".join(p for p in (*parts, "f32") if p)
+
+
+def _flags(*names: str) -> list[tuple[str, ...]]:
+    """Every subset of the optional modifiers `names`, in PTX's order."""
+    out: list[tuple[str, ...]] = [()]
+    for name in names:
+        out += [have + (name,) for have in out]
+    return out
+
+
+def _rounded_opcodes() -> list[AluOpcode]:
+    """add sub mul fma {.rnd}{.ftz}{.sat}.f32 (add/sub/mul without a rounding
+    round to nearest; `mad.rnd.f32` is `fma`)."""
+    out = []
+    for base, arity in (("add", 2), ("sub", 2), ("mul", 2), ("fma", 3)):
+        for mode in sf.MODES:
+            for flags in _flags("ftz", "sat"):
+                ftz, sat = "ftz" in flags, "sat" in flags
+                forms = [PtxForm(base, (mode, *flags), _F)]
+                if base == "fma":
+                    forms.append(PtxForm("mad", (mode, *flags), _F))
+                elif mode == "rn":
+                    forms.append(PtxForm(base, flags, _F))
+                out.append(AluOpcode(
+                    _float_name(base, mode, *flags),
+                    lambda *x, b=base, m=mode, f=ftz, s=sat: _sat(getattr(sf, b)(*x, m, f), s),
+                    None, ("word",) * arity, tuple(forms), commutative=base in ("add", "mul", "fma"),
+                    expand=lambda o, *x, b=base, m=mode, f=ftz, s=sat:
+                        getattr(fp, b)(o, *x, m, f, s)))
+    return out
+
+
+def _sat(bits: int, sat: bool) -> int:
+    return saturate(bits) if sat else bits
+
+
+def _sign_opcodes() -> list[AluOpcode]:
+    """neg abs {.ftz}, min max {.ftz}{.NaN}, copysign (.f32)."""
+    out = []
+    for base, fn in (("neg", "neg"), ("abs", "abs_")):
+        for flags in _flags("ftz"):
+            f = bool(flags)
+            out.append(AluOpcode(_float_name(base, *flags),
+                                 lambda a, fn=fn, f=f: getattr(sf, fn)(a, f), None, ONE,
+                                 (PtxForm(base, flags, _F),),
+                                 expand=lambda o, a, fn=fn, f=f: getattr(fp, fn)(o, a, f)))
+    for base in ("min", "max"):
+        for flags in _flags("ftz", "NaN"):
+            f, n, pick = "ftz" in flags, "NaN" in flags, base == "max"
+            out.append(AluOpcode(
+                _float_name(base, *flags), lambda a, b, p=pick, f=f, n=n: sf.minmax(a, b, p, f, n),
+                None, TWO, (PtxForm(base, flags, _F),), commutative=True,
+                expand=lambda o, a, b, p=pick, f=f, n=n: fp.minmax(o, a, b, p, f, n)))
+    out.append(AluOpcode("copysign.f32", sf.copysign, None, TWO, (PtxForm("copysign", (), _F),),
+                         expand=fp.copysign))
+    return out
+
+
+def _convert_opcodes() -> list[AluOpcode]:
+    """cvt between f32 and s32/u32 (every rounding, `.sat`, `.ftz`), and
+    f32 to an integral f32. Selection names them (`cvt` has two types)."""
+    out = []
+    for it in ("s32", "u32"):
+        signed_ = it == "s32"
+        for mode in sf.MODES:
+            for flags in _flags("sat"):
+                s = bool(flags)
+                out.append(AluOpcode(
+                    ".".join(("cvt", mode, *flags, "f32", it)),
+                    lambda a, m=mode, g=signed_, s=s: _sat(sf.from_int(
+                        signed(a) if g else a, m), s), None, ONE,
+                    expand=lambda o, a, m=mode, g=signed_, s=s: fp.from_int(o, a, g, m, s)))
+            for flags in _flags("ftz"):
+                f = bool(flags)
+                # .sat is implied: float to integer always saturates
+                out.append(AluOpcode(
+                    ".".join(("cvt", mode + "i", *flags, it, "f32")),
+                    lambda a, m=mode, g=signed_, f=f: sf.to_int(a, m, 32, g, f) & M32, None, ONE,
+                    expand=lambda o, a, m=mode, g=signed_, f=f: fp.to_int(o, a, m, g, f)))
+    for flags in _flags("ftz", "sat")[1:]:     # no rounding: flush, clamp
+        f, s = "ftz" in flags, "sat" in flags
+        out.append(AluOpcode(".".join(("cvt", *flags, "f32", "f32")),
+                             lambda a, f=f, s=s: _sat(sf.flush(a) if f else a, s), None, ONE,
+                             expand=lambda o, a, f=f, s=s: fp.finish(o, a, f, s)))
+    for mode in sf.MODES:
+        for flags in _flags("ftz", "sat"):
+            f, s = "ftz" in flags, "sat" in flags
+            out.append(AluOpcode(
+                ".".join(("cvt", mode + "i", *flags, "f32", "f32")),
+                lambda a, m=mode, f=f, s=s: _sat(sf.round_integral(a, m, f), s), None, ONE,
+                expand=lambda o, a, m=mode, f=f, s=s: fp.round_integral(o, a, m, f, s)))
+    return out
+
+
+def float_opcodes() -> list[AluOpcode]:
+    """The f32 opcodes: evaluated by `softfloat`, expanded into integer ops
+    by `simt-expand-float` before the tensor level."""
+    return [*_rounded_opcodes(), *_sign_opcodes(), *_convert_opcodes()]
+
+
 # ------------------------------------------------------------------ the table
 
 _INT = ("s32", "u32", "b32")
@@ -315,6 +430,7 @@ ALU_OPCODES: dict[str, AluOpcode] = _opcodes(
               ("word",) * 4, (PtxForm("bfi", (), _B),)),
     *_shf_opcodes(),
     *(_prmt_opcode(mode) for mode in (None, *PRMT_MODES)),
+    *float_opcodes(),
 )
 
 #: (PTX base, modifiers, type) → the ALU opcode that instruction selects
@@ -337,7 +453,14 @@ SETP_CONDITIONS: dict[str, Callable[[int, int], bool]] = {
     "gt.s": lambda a, b: signed(a) > signed(b), "ge.s": lambda a, b: signed(a) >= signed(b),
     "lt.u": lambda a, b: a < b, "le.u": lambda a, b: a <= b,
     "gt.u": lambda a, b: a > b, "ge.u": lambda a, b: a >= b,
+    **{_float_name(cmp, *flags): lambda a, b, c=cmp, f=bool(flags): sf.compare(c, a, b, f)
+       for cmp in sf.COMPARES for flags in _flags("ftz")},
 }
+
+#: The f32 conditions' programs of integer ops (`simt-expand-float`).
+SETP_EXPANSIONS: dict[str, Callable[..., Any]] = {
+    _float_name(cmp, *flags): lambda o, a, b, c=cmp, f=bool(flags): fp.compare(o, c, a, b, f)
+    for cmp in sf.COMPARES for flags in _flags("ftz")}
 
 #: `simt.pred` logic on predicates: (sources, semantics).
 PRED_OPCODES: dict[str, tuple[int, Callable[..., bool]]] = {
