@@ -29,7 +29,7 @@ from qgc.runtime import float32 as F
 from qgc.runtime.ref_float import minmax_bits
 from qgc.runtime.ref_int import _FLOAT_CMP
 
-O = FP.Evaluate()
+RUN = FP.Evaluate()
 INT_ROUNDINGS = {"rn": "rni", "rz": "rzi", "rm": "rmi", "rp": "rpi"}
 
 
@@ -45,7 +45,7 @@ def _arith(name: str, operands, mode: str, ftz: bool, sat: bool = False) -> None
     program, ref = ARITHMETIC[name]
     want = ref(*operands, mode, ftz)
     want = F.saturate(want) if sat else want
-    got = program(O, *operands, mode, ftz, sat)
+    got = program(RUN, *operands, mode, ftz, sat)
     assert got == want, (f"{name}.{mode}{'.ftz' * ftz}{'.sat' * sat}"
                          f"({', '.join(f'{x:#010x}' for x in operands)}) = {got:#010x}, "
                          f"ref {want:#010x}")
@@ -89,13 +89,13 @@ def test_random_operands(a, b, c, rounding, tweak):
 def _compare_and_pick(a: int, b: int, ftz: bool) -> None:
     for cmp in FP.COMPARES:
         want = _FLOAT_CMP[cmp](_in(a, ftz), _in(b, ftz))
-        assert FP.compare(O, cmp, a, b, ftz) == want, (cmp, ftz, hex(a), hex(b))
+        assert FP.compare(RUN, cmp, a, b, ftz) == want, (cmp, ftz, hex(a), hex(b))
     x, y = (F.flush(a), F.flush(b)) if ftz else (a, b)
     for pick_max, keep_nan in itertools.product((False, True), repeat=2):
-        assert FP.minmax(O, a, b, pick_max, ftz, keep_nan) == \
+        assert FP.minmax(RUN, a, b, pick_max, ftz, keep_nan) == \
             minmax_bits(x, y, pick_max, keep_nan), (pick_max, keep_nan, ftz, hex(a), hex(b))
-    assert FP.copysign(O, a, b) == (b & FP.MAG) | (a & FP.SIGN)
-    assert FP.neg(O, a, ftz) == x ^ FP.SIGN and FP.abs_(O, a, ftz) == x & FP.MAG
+    assert FP.copysign(RUN, a, b) == (b & FP.MAG) | (a & FP.SIGN)
+    assert FP.neg(RUN, a, ftz) == x ^ FP.SIGN and FP.abs_(RUN, a, ftz) == x & FP.MAG
 
 
 def test_compares_and_sign_ops_of_the_special_classes():
@@ -106,15 +106,15 @@ def test_compares_and_sign_ops_of_the_special_classes():
 def _conversions(bits: int, n: int, mode: str, ftz: bool) -> None:
     n &= 0xFFFF_FFFF
     s = n - (1 << 32) if n >> 31 else n
-    assert FP.from_int(O, n, False, mode) == F.int_to_f32(n, mode), (hex(n), mode)
-    assert FP.from_int(O, n, True, mode) == F.int_to_f32(s, mode), (hex(n), mode)
+    assert FP.from_int(RUN, n, False, mode) == F.int_to_f32(n, mode), (hex(n), mode)
+    assert FP.from_int(RUN, n, True, mode) == F.int_to_f32(s, mode), (hex(n), mode)
     x = _in(bits, ftz)
     for signed in (True, False):
         want = F.f32_to_int(x, INT_ROUNDINGS[mode], 32, signed) & 0xFFFF_FFFF
-        assert FP.to_int(O, bits, mode, signed, ftz) == want, (hex(bits), mode, signed, ftz)
+        assert FP.to_int(RUN, bits, mode, signed, ftz) == want, (hex(bits), mode, signed, ftz)
     want = F.CANONICAL_NAN if F.is_nan(bits) else \
         F.from_float(F.round_integral(x, INT_ROUNDINGS[mode]))
-    assert FP.round_integral(O, bits, mode, ftz) == (F.flush(want) if ftz else want), \
+    assert FP.round_integral(RUN, bits, mode, ftz) == (F.flush(want) if ftz else want), \
         (hex(bits), mode, ftz)
 
 
