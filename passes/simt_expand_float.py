@@ -24,12 +24,13 @@ into machine blocks.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import IntAttr
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -37,9 +38,12 @@ from qgc.dialects import ptx, simt
 from qgc.dialects.simt import GuardAttr, RegAttr
 from qgc.machine.float_programs import IntOps
 from qgc.machine.opcodes import ALU_OPCODES, PRED_OPCODES, SETP_CONDITIONS, SETP_EXPANSIONS
-from qgc.passes.simt_expand_divrem import _Fresh
+from qgc.passes.simt_expand_divrem import _Fresh, _split_after
 
 M32 = 0xFFFF_FFFF
+#: the smallest program worth a shared routine (a call costs a few moves,
+#: a jump and a return dispatch)
+ROUTINE_OPS = 24
 Word = RegAttr | int
 Pred = GuardAttr | bool
 
@@ -105,10 +109,9 @@ def _sources(op: simt.AluOp | simt.SetpOp) -> list[Word]:
     return [s.data & M32 if isinstance(s, IntAttr) else s for s in op.srcs.data]
 
 
-def _write(e: Emit, op: simt.AluOp | simt.SetpOp, result: Word | Pred) -> None:
-    """The result into the op's destination under its guard: the last op
-    retargeted where it computed the result, else a move."""
-    dst, guard = op.dst, op.guard
+def _write(e: Emit, dst: RegAttr, guard: GuardAttr | None, result: Word | Pred) -> None:
+    """The result into `dst` under `guard`: the last op retargeted where it
+    computed the result, else a move."""
     last = e.ops[-1] if e.ops else None
     if isinstance(result, GuardAttr) and not result.is_negated:
         result = result.pred
@@ -117,13 +120,15 @@ def _write(e: Emit, op: simt.AluOp | simt.SetpOp, result: Word | Pred) -> None:
         if guard is not None:
             last.properties["guard"] = guard
         return
-    if isinstance(op, simt.SetpOp):
-        src = int(result) if isinstance(result, bool) else result
+    e.ops.append(_move(dst, result, guard))
+
+
+def _move(dst: RegAttr, src: Word | Pred, guard: GuardAttr | None) -> Operation:
+    if dst.kind.data == "vp":
         if isinstance(src, RegAttr):
             src = GuardAttr(src)
-        e.ops.append(simt.PredOp("mov", dst, [src], guard))
-    else:
-        e.ops.append(simt.AluOp("mov", dst, [_src(result)], guard))
+        return simt.PredOp("mov", dst, [int(src) if isinstance(src, bool) else src], guard)
+    return simt.AluOp("mov", dst, [_src(src)], guard)
 
 
 def _program(op: Operation):
@@ -134,31 +139,144 @@ def _program(op: Operation):
     return None
 
 
-def expand_floats(kernel: simt.KernelOp) -> None:
+def _key(op: simt.AluOp | simt.SetpOp) -> str:
+    return op.opcode.data if isinstance(op, simt.AluOp) else op.cond.data
+
+
+def _replace(op: Operation, ops: list[Operation]) -> None:
+    for new in ops:
+        new.location = op.location
+    block = op.parent_block()
+    assert block is not None
+    block.insert_ops_before(ops, op)
+    op.detach()
+    op.erase()
+
+
+def _inline(op: simt.AluOp | simt.SetpOp, fresh: _Fresh) -> None:
+    e = Emit(fresh)
+    _write(e, op.dst, op.guard, _program(op)(e, *_sources(op)))
+    _replace(op, e.ops)
+
+
+@dataclass
+class _Routine:
+    """One copy of a program that several sites call: its arguments, its
+    result, the register naming the site to return to, its first block."""
+
+    args: list[RegAttr]
+    result: RegAttr
+    site: RegAttr
+    blocks: list[Block]
+
+    @classmethod
+    def build(cls, op: simt.AluOp | simt.SetpOp, fresh: _Fresh) -> _Routine:
+        args = [fresh() for _ in op.srcs.data]
+        e = Emit(fresh)
+        result = fresh("vp" if isinstance(op, simt.SetpOp) else "v")
+        _write(e, result, None, _program(op)(e, *args))
+        for new in e.ops:
+            new.location = op.location
+        return cls(args, result, fresh(), [Block(e.ops)])
+
+    def call(self, kernel: simt.KernelOp, op: simt.AluOp | simt.SetpOp, index: int) -> Block:
+        """Replace `op` by a call: the arguments and the site set, a jump to
+        the routine; the block it returns to takes the result under the op's
+        guard, then the ops after. Returns that block."""
+        block = op.parent_block()
+        assert block is not None
+        back = _split_after(kernel, block, op)
+        back.insert_op_before(_move(op.dst, self.result, op.guard), back.first_op)
+        back.first_op.location = op.location
+        ops: list[Operation] = [simt.AluOp("mov", a, [_src(s)])
+                                for a, s in zip(self.args, _sources(op), strict=True)]
+        ops += [simt.AluOp("mov", self.site, [index]), simt.NextOp(self.blocks[0])]
+        _replace(op, ops)
+        return back
+
+    def dispatch(self, returns: list[Block], fresh: _Fresh, loc) -> None:
+        """End the routine in a binary search on the site register: one
+        compare and branch per level (no level for two sites)."""
+        p = fresh("vp")
+
+        def target(lo: int, hi: int, into: Block | None = None) -> Block:
+            if hi - lo == 1 and into is None:
+                return returns[lo]
+            mid = (lo + hi) // 2
+            block = into if into is not None else Block()
+            if into is None:
+                self.blocks.append(block)
+            test = simt.SetpOp("lt.u", p, self.site, mid)
+            branch = simt.BranchOp(GuardAttr(p), target(lo, mid), target(mid, hi))
+            test.location = branch.location = loc
+            block.add_ops([test, branch])
+            return block
+
+        target(0, len(returns), self.blocks[0])
+
+
+def _place(kernel: simt.KernelOp, routines: list[_Routine]) -> None:
+    """Routines go first in layout order, after a jump to the entry: min-PC
+    runs a lane inside a routine before the warp's other lanes, as if it
+    were still at its call site (a routine touches no memory and no other
+    lane, so nothing can tell the difference), and the lanes it returns to
+    keep their order."""
+    entry = kernel.body.blocks.first
+    assert entry is not None
+    start = Block([simt.NextOp(entry)])
+    kernel.body.insert_block_before(start, entry)
+    after = start
+    for routine in routines:
+        for block in routine.blocks:
+            kernel.body.insert_block_after(block, after)
+            after = block
+
+
+def expand_floats(kernel: simt.KernelOp, routine_ops: int) -> None:
     if kernel.regs is not None:
         raise DiagnosticException(
             f"{ptx.location_prefix(kernel)}error: simt-expand-float runs on virtual "
             f"registers, before simt-allocate-registers (kernel '{kernel.kernel_name}')")
     fresh = _Fresh(kernel)
-    for block in kernel.body.blocks:
-        for op in list(block.ops):
-            program = _program(op)
-            if program is None:
-                continue
-            assert isinstance(op, simt.AluOp | simt.SetpOp)
-            e = Emit(fresh)
-            _write(e, op, program(e, *_sources(op)))
-            for new in e.ops:
-                new.location = op.location
-            block.insert_ops_before(e.ops, op)
-            op.detach()
-            op.erase()
+    sites = [op for block in kernel.body.blocks for op in block.ops if _program(op)]
+    shared = _shared_programs(sites, routine_ops, fresh)
+    routines: dict[str, _Routine] = {}
+    returns: dict[str, list[Block]] = {}
+    for op in sites:
+        key = _key(op)
+        if key not in shared:
+            _inline(op, fresh)
+            continue
+        routine = routines.setdefault(key, shared[key])
+        returns.setdefault(key, []).append(routine.call(kernel, op, len(returns[key])))
+    for key, routine in routines.items():
+        routine.dispatch(returns[key], fresh, routine.blocks[0].first_op.location)
+    if routines:
+        _place(kernel, list(routines.values()))
+
+
+def _shared_programs(sites, routine_ops: int, fresh: _Fresh) -> dict[str, _Routine]:
+    """The routines: a program of at least `routine_ops` ops that two sites
+    or more run (0: none)."""
+    count = Counter(_key(op) for op in sites)
+    out = {}
+    for op in sites:
+        key = _key(op)
+        if routine_ops and count[key] > 1 and key not in out:
+            routine = _Routine.build(op, fresh)
+            if len(routine.blocks[0].ops) >= routine_ops:
+                out[key] = routine
+    return out
 
 
 @dataclass(frozen=True)
 class SimtExpandFloatPass(ModulePass):
     name = "simt-expand-float"
 
+    routine_ops: int = ROUTINE_OPS
+    """A program of at least this many ops that two sites or more run is one
+    shared routine (0: every site inline)."""
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for kernel in simt.kernels_of(op):
-            expand_floats(kernel)
+            expand_floats(kernel, self.routine_ops)

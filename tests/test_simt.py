@@ -65,7 +65,9 @@ ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_sig
                  # a byte buffer also read in whole words (clang's uchar4): packed
                  "pack_bytes",
                  # per-thread arrays indexed by data: .local frames
-                 "local_hist", "local_sort")
+                 "local_hist", "local_sort",
+                 # f32: softfloat at this level, integer programs at the tensor level
+                 "saxpy_f32", "convert_f32")
 
 
 def accepted_cases() -> list[tuple[str, str, str]]:

@@ -8,7 +8,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from qgc import protocol as P
 from qgc.dialects import simt
-from qgc.machine.opcodes import ALU_OPCODES, LowerHints
+from qgc.machine.opcodes import ALU_OPCODES, SETP_EXPANSIONS, LowerHints
 from qgc.passes.simt_to_tensor.circuits import Alu
 from qgc.passes.simt_to_tensor.step_values import (
     END_BITS,
@@ -92,6 +92,8 @@ class Blocks:
             if isinstance(op, simt.SpecialOp):
                 value = self.special(op.which.data, ln)
             elif isinstance(op, simt.SetpOp):
+                if op.cond.data in SETP_EXPANSIONS:
+                    raise unsupported(op, f"'{op.cond.data}' (simt-expand-float expands it)")
                 a, c = (self.src(regs, ln, s, g) for s in op.srcs.data)
                 value = self.alu.setp(op.cond.data, a, c)
             elif isinstance(op, simt.PredOp):
@@ -124,7 +126,8 @@ class Blocks:
         """The opcode's circuit (`qgc.machine.opcodes`) for lane `ln`."""
         code = ALU_OPCODES[op.opcode.data]
         if code.lower is None:
-            raise unsupported(op, f"'{code.name}'")
+            expander = "simt-expand-float" if code.expand else "simt-expand-divrem"
+            raise unsupported(op, f"'{code.name}' ({expander} expands it)")
         x = [self.use(regs, ln, s, g) if kind == "pred" else self.src(regs, ln, s, g)
              for s, kind in zip(op.srcs.data, code.sources, strict=True)]
         hints = LowerHints(high_later=self.high_later.get(op))
