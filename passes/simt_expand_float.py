@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.dialects.builtin import IntAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
@@ -91,6 +91,24 @@ class Emit(IntOps[Word, Pred]):
         self.ops.append(simt.PredOp(opcode, dst, list(srcs)))
         return GuardAttr(dst)
 
+    def loop(self, trips: int, state: tuple, body) -> tuple:
+        """The body between loop markers, in carried registers: each one's
+        last write in the body retargeted to it where no later op of the body
+        reads its old value, else a move at the end; then the trip counter."""
+        carried = [self.fresh() for _ in state]
+        counter = self.fresh()
+        self.ops += [simt.AluOp("mov", c, [_src(v)]) for c, v in zip(carried, state, strict=True)]
+        self.ops += [simt.AluOp("mov", counter, [trips]), _LOOP]
+        start = len(self.ops)
+        new = body(self, *carried)
+        for c, n in zip(carried, new, strict=True):
+            if n != c and not _carry_in_place(self.ops[start:], c, n):
+                self.ops.append(simt.AluOp("mov", c, [_src(n)]))
+        self.ops.append(simt.AluOp("sub", counter, [counter, 1]))
+        p = self.setp("ne", counter, 0)
+        self.ops.append(_LoopEnd(p))
+        return tuple(carried)
+
     def select(self, a: Word, b: Word, p: Pred) -> Word:
         if isinstance(p, bool):
             return a if p else b
@@ -99,6 +117,78 @@ class Emit(IntOps[Word, Pred]):
         if p.is_negated:
             a, b = b, a
         return self.alu("selp", a, b, p.pred)
+
+
+class _LoopEnd:
+    """Marks the end of a loop body in `Emit.ops`: branch back while `cond`."""
+
+    def __init__(self, cond: GuardAttr):
+        self.cond = cond
+
+
+#: marks the start of a loop body in `Emit.ops`
+_LOOP = object()
+
+
+def _carry_in_place(body: list, carried: RegAttr, new: Word) -> bool:
+    """Make the op of the body that computes `new` write `carried` itself
+    (and its later readers read it there), where no later op reads the old
+    value of `carried`."""
+    at = next((i for i, op in enumerate(body) if getattr(op, "dst", None) == new), None)
+    if at is None or any(carried in op.uses() for op in body[at + 1:]):
+        return False
+    body[at].properties["dst"] = carried
+    for op in body[at + 1:]:
+        if new in op.uses():
+            op.properties["srcs"] = ArrayAttr([carried if x == new else x
+                                               for x in op.srcs.data])
+    return True
+
+
+def _blocks(ops: list, first: Block, last: Block | None) -> list[Block]:
+    """The emitted ops as blocks: `first` takes the ops up to the first loop,
+    each loop body a block of its own that branches back to itself, the ops
+    after it a new block (or the front of `last`, after the last loop).
+    Returns the new blocks in layout order (without `first` and `last`)."""
+    new: list[Block] = []
+    current, pending = first, []
+    pieces = _pieces(ops)
+    for i, (straight, body, cond) in enumerate(pieces):
+        pending += straight
+        if body is None:
+            break
+        current.add_ops(pending)
+        loop = Block()
+        after = last if i == len(pieces) - 2 and pieces[-1][1] is None and last else Block()
+        current.add_op(simt.NextOp(loop))
+        loop.add_ops([*body, simt.BranchOp(cond, loop, after)])
+        new.append(loop)
+        if after is not last:
+            new.append(after)
+        current, pending = after, []
+    if pending:
+        if current is last and current.first_op is not None:
+            current.insert_ops_before(pending, current.first_op)
+        else:
+            current.add_ops(pending)
+    return new
+
+
+def _pieces(ops: list) -> list[tuple[list, list | None, GuardAttr | None]]:
+    """(straight ops, loop body or None, its branch condition) in order."""
+    out, straight, body = [], [], None
+    for op in ops:
+        if op is _LOOP:
+            body = []
+        elif isinstance(op, _LoopEnd):
+            out.append((straight, body, op.cond))
+            straight, body = [], None
+        elif body is not None:
+            body.append(op)
+        else:
+            straight.append(op)
+    out.append((straight, None, None))
+    return out
 
 
 def _src(s: Word) -> RegAttr | int:
@@ -153,10 +243,31 @@ def _replace(op: Operation, ops: list[Operation]) -> None:
     op.erase()
 
 
-def _inline(op: simt.AluOp | simt.SetpOp, fresh: _Fresh) -> None:
+def _inline(kernel: simt.KernelOp, op: simt.AluOp | simt.SetpOp, fresh: _Fresh) -> None:
     e = Emit(fresh)
     _write(e, op.dst, op.guard, _program(op)(e, *_sources(op)))
-    _replace(op, e.ops)
+    if not any(isinstance(x, _LoopEnd) for x in e.ops):
+        _replace(op, e.ops)
+        return
+    block = op.parent_block()
+    assert block is not None
+    tail = _split_after(kernel, block, op)
+    _located(e.ops, op)
+    op.detach()
+    op.erase()
+    after = block
+    for new in _blocks(e.ops, block, tail):
+        kernel.body.insert_block_after(new, after)
+        after = new
+
+
+def _located(ops: list, op: Operation) -> None:
+    for new in _flat(ops):
+        new.location = op.location
+
+
+def _flat(ops: list) -> list[Operation]:
+    return [x for x in ops if isinstance(x, Operation)]
 
 
 @dataclass
@@ -168,6 +279,8 @@ class _Routine:
     result: RegAttr
     site: RegAttr
     blocks: list[Block]
+    size: int
+    """ops in the program"""
 
     @classmethod
     def build(cls, op: simt.AluOp | simt.SetpOp, fresh: _Fresh) -> _Routine:
@@ -175,9 +288,9 @@ class _Routine:
         e = Emit(fresh)
         result = fresh("vp" if isinstance(op, simt.SetpOp) else "v")
         _write(e, result, None, _program(op)(e, *args))
-        for new in e.ops:
-            new.location = op.location
-        return cls(args, result, fresh(), [Block(e.ops)])
+        _located(e.ops, op)
+        entry = Block()
+        return cls(args, result, fresh(), [entry, *_blocks(e.ops, entry, None)], len(_flat(e.ops)))
 
     def call(self, kernel: simt.KernelOp, op: simt.AluOp | simt.SetpOp, index: int) -> Block:
         """Replace `op` by a call: the arguments and the site set, a jump to
@@ -212,7 +325,7 @@ class _Routine:
             block.add_ops([test, branch])
             return block
 
-        target(0, len(returns), self.blocks[0])
+        target(0, len(returns), self.blocks[-1])
 
 
 def _place(kernel: simt.KernelOp, routines: list[_Routine]) -> None:
@@ -245,12 +358,12 @@ def expand_floats(kernel: simt.KernelOp, routine_ops: int) -> None:
     for op in sites:
         key = _key(op)
         if key not in shared:
-            _inline(op, fresh)
+            _inline(kernel, op, fresh)
             continue
         routine = routines.setdefault(key, shared[key])
         returns.setdefault(key, []).append(routine.call(kernel, op, len(returns[key])))
     for key, routine in routines.items():
-        routine.dispatch(returns[key], fresh, routine.blocks[0].first_op.location)
+        routine.dispatch(returns[key], fresh, routine.blocks[-1].last_op.location)
     if routines:
         _place(kernel, list(routines.values()))
 
@@ -264,7 +377,7 @@ def _shared_programs(sites, routine_ops: int, fresh: _Fresh) -> dict[str, _Routi
         key = _key(op)
         if routine_ops and count[key] > 1 and key not in out:
             routine = _Routine.build(op, fresh)
-            if len(routine.blocks[0].ops) >= routine_ops:
+            if routine.size >= routine_ops:
                 out[key] = routine
     return out
 

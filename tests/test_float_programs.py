@@ -20,8 +20,10 @@ from test_softfloat import (
     SPECIALS,
     _in,
     ref_add,
+    ref_div,
     ref_fma,
     ref_mul,
+    ref_sqrt,
 )
 
 from qgc.machine import float_programs as FP
@@ -38,7 +40,7 @@ def ref_sub(a: int, b: int, mode: str, ftz: bool) -> int:
 
 
 ARITHMETIC = {"add": (FP.add, ref_add), "sub": (FP.sub, ref_sub), "mul": (FP.mul, ref_mul),
-              "fma": (FP.fma, ref_fma)}
+              "fma": (FP.fma, ref_fma), "div": (FP.div, ref_div), "sqrt": (FP.sqrt, ref_sqrt)}
 
 
 def _arith(name: str, operands, mode: str, ftz: bool, sat: bool = False) -> None:
@@ -52,10 +54,16 @@ def _arith(name: str, operands, mode: str, ftz: bool, sat: bool = False) -> None
 
 
 @pytest.mark.parametrize("mode, ftz", ROUNDINGS)
-@pytest.mark.parametrize("name", ["add", "sub", "mul"])
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
 def test_special_classes_crossed(name, mode, ftz):
     for a, b in itertools.product(SPECIALS, repeat=2):
         _arith(name, (a, b), mode, ftz)
+
+
+@pytest.mark.parametrize("mode, ftz", ROUNDINGS)
+def test_sqrt_of_the_special_classes(mode, ftz):
+    for a in SPECIALS + [0x4080_0000, 0x4000_0000, 0x4110_0000, 0x0000_0004, 0x0000_0002]:
+        _arith("sqrt", (a,), mode, ftz)
 
 
 @pytest.mark.parametrize("mode, ftz", ROUNDINGS)
@@ -80,9 +88,10 @@ def _cancelling(a: int, b: int, tweak: int) -> tuple[int, int, int]:
 @given(OPERAND, OPERAND, OPERAND, MODE, st.integers(0, 3))
 def test_random_operands(a, b, c, rounding, tweak):
     mode, ftz = rounding
-    for name in ("add", "sub", "mul"):
+    for name in ("add", "sub", "mul", "div"):
         _arith(name, (a, b), mode, ftz)
     _arith("fma", (a, b, c), mode, ftz)
+    _arith("sqrt", (c,), mode, ftz)
     _arith("fma", _cancelling(a, b, tweak), mode, ftz)
 
 
@@ -155,7 +164,8 @@ MILLION = 1_000_000
 
 
 @pytest.mark.full
-@pytest.mark.parametrize("name", ["add", "sub", "mul", "fma", "fma-cancelling"])
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "fma", "fma-cancelling", "div",
+                                  "sqrt"])
 def test_a_million_operand_sets(name):
     rng = random.Random(name)
     for _ in range(MILLION):
@@ -164,7 +174,7 @@ def test_a_million_operand_sets(name):
         if name == "fma-cancelling":
             _arith("fma", _cancelling(a, b, rng.getrandbits(2)), mode, ftz)
         else:
-            _arith(name, (a, b, c) if name == "fma" else (a, b), mode, ftz)
+            _arith(name, {"fma": (a, b, c), "sqrt": (c,)}.get(name, (a, b)), mode, ftz)
 
 
 @pytest.mark.full

@@ -25,6 +25,7 @@ the biased exponent (the exponent field where the result is normal).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 SIGN, MAG, INF = 0x8000_0000, 0x7FFF_FFFF, 0x7F80_0000
@@ -53,6 +54,11 @@ class IntOps(Generic[W, P]):
 
     def select(self, a: W | int, b: W | int, p: P | bool) -> W:
         """a where p, else b."""
+        raise NotImplementedError
+
+    def loop(self, trips: int, state: tuple, body: Callable[..., tuple]) -> tuple:
+        """`body(ops, *state)` run `trips` times on the loop-carried words
+        `state` (every lane the same count: no divergence); the last state."""
         raise NotImplementedError
 
     # the ops by name
@@ -102,6 +108,11 @@ class Evaluate(IntOps[int, bool]):
 
     def select(self, a: int, b: int, p: bool) -> int:
         return (a if p else b) & 0xFFFF_FFFF
+
+    def loop(self, trips: int, state: tuple, body: Callable[..., tuple]) -> tuple:
+        for _ in range(trips):
+            state = body(self, *state)
+        return state
 
 
 # ------------------------------------------------------------------ pieces
@@ -469,3 +480,79 @@ def round_integral(o: IntOps, a, mode: str, ftz: bool = False, sat: bool = False
     out = o.or_(o.select(0, exact, o.setp("eq", n, 0)), o.and_(a, SIGN))
     out = o.select(a, out, o.setp("ge.u", f.exp, 150))
     return finish(o, o.select(CANONICAL_NAN, out, o.setp("gt.u", f.mag, INF)), ftz, sat)
+
+
+# ------------------------------------------------------------------ division, root
+
+def _quotient_bit(o: IntOps, r, q, d):
+    """One step of restoring division: r doubled, d subtracted where it
+    fits, the quotient bit shifted into q."""
+    r = o.add(r, r)
+    t = o.sub(r, d)
+    fits = o.setp("ge.s", t, 0)
+    q = o.add(q, q)
+    return o.select(t, r, fits), o.select(o.or_(q, 1), q, fits)
+
+
+def div(o: IntOps, a, b, mode: str = "rn", ftz: bool = False, sat: bool = False):
+    """`div.RND{.ftz}{.sat}.f32`, correctly rounded: the 24-bit significands
+    (the dividend doubled where it is the smaller, so the quotient's first
+    bit is 1), 25 more quotient bits by restoring division in a loop of
+    machine blocks, the remainder a sticky bit."""
+    if ftz:
+        a, b = flush_in(o, a), flush_in(o, b)
+    sign = o.and_(o.xor(a, b), SIGN)
+    x, y = Normalised(o, a), Normalised(o, b)
+    n, d = o.shr(x.sig, 8), o.shr(y.sig, 8)
+    smaller = o.setp("lt.u", n, d)
+    n = o.select(o.add(n, n), n, smaller)
+    r, q = o.loop(25, (o.sub(n, d), 1), lambda o, r, q: _quotient_bit(o, r, q, d))
+    m = o.shl(q, 5)
+    m = o.select(o.or_(m, 1), m, o.setp("ne", r, 0))
+    # a / b = q · 2^(x.exp − y.exp − smaller − 25) = m · 2^(e − 157)
+    e = o.sub(o.add(o.sub(x.exp, y.exp), 127), o.select(1, 0, smaller))
+    out = round_pack(o, sign, m, e, mode)
+    nan_in, inf_a, zero_a = _classes(o, x.mag)
+    nan_b, inf_b, zero_b = _classes(o, y.mag)
+    out = o.select(sign, out, o.any_(zero_a, inf_b))
+    out = o.select(o.or_(sign, INF), out, o.any_(inf_a, zero_b))
+    nan = o.any_(nan_in, nan_b, o.all_(zero_a, zero_b), o.all_(inf_a, inf_b))
+    return finish(o, o.select(CANONICAL_NAN, out, nan), ftz, sat)
+
+
+def _classes(o: IntOps, mag):
+    return o.setp("gt.u", mag, INF), o.setp("eq", mag, INF), o.setp("eq", mag, 0)
+
+
+def _root_bit(o: IntOps, x, r, root):
+    """One digit of the square root: the radicand's next two bits (from the
+    top of x) into the remainder r, 4·root + 1 subtracted where it fits."""
+    r = o.or_(o.shl(r, 2), o.shr(x, 30))
+    t = o.sub(r, o.or_(o.shl(root, 2), 1))
+    fits = o.setp("ge.s", t, 0)
+    root = o.add(root, root)
+    return o.shl(x, 2), o.select(t, r, fits), o.select(o.or_(root, 1), root, fits)
+
+
+def sqrt(o: IntOps, a, mode: str = "rn", ftz: bool = False, sat: bool = False):
+    """`sqrt.RND{.ftz}{.sat}.f32`, correctly rounded: the significand (its
+    exponent made even) as a 26-bit radicand scaled by 2^26, its 26-bit root
+    two radicand bits per loop iteration, the remainder a sticky bit."""
+    if ftz:
+        a = flush_in(o, a)
+    x = Normalised(o, a)
+    s = o.shr(x.sig, 8)                     # value s · 2^(x.exp − 150)
+    odd = o.setp("ne", o.and_(x.exp, 1), 0)
+    s = o.select(o.add(s, s), s, odd)       # now an even power: x.exp − odd − 150
+    _, r, root = o.loop(26, (o.shl(s, 6), 0, 0), _root_bit)
+    # root = isqrt(s · 2^26) < 2^26, its leading one moved to bit 30
+    lead = o.clz(root)
+    m = o.shl(root, o.sub(lead, 1))
+    m = o.select(o.or_(m, 1), m, o.setp("ne", r, 0))
+    # √a = root · 2^(E/2 − 13) = m · 2^(e − 157), E = x.exp − odd − 150 (even)
+    half = o.sar(o.sub(o.sub(x.exp, o.select(1, 0, odd)), 150), 1)
+    out = round_pack(o, 0, m, o.sub(o.add(half, 145), lead), mode)
+    nan, inf, zero = _classes(o, x.mag)
+    out = o.select(a, out, o.any_(zero, inf))
+    nan = o.any_(nan, o.all_(o.setp("lt.s", a, 0), o.not_p(zero)))
+    return finish(o, o.select(CANONICAL_NAN, out, nan), ftz, sat)

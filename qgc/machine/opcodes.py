@@ -261,6 +261,27 @@ def _rounded_opcodes() -> list[AluOpcode]:
     return out
 
 
+def _quotient_opcodes() -> list[AluOpcode]:
+    """div.RND{.ftz}.f32, rcp.RND{.ftz}.f32 (1 / x), sqrt.RND{.ftz}.f32:
+    correctly rounded, by digit recurrences in loops of machine blocks."""
+    out = []
+    for mode in sf.MODES:
+        for flags in _flags("ftz"):
+            f = bool(flags)
+            out += [
+                AluOpcode(_float_name("div", mode, *flags), lambda a, b, m=mode, f=f: sf.div(a, b, m, f),
+                          None, TWO, (PtxForm("div", (mode, *flags), _F),),
+                          expand=lambda o, a, b, m=mode, f=f: fp.div(o, a, b, m, f)),
+                AluOpcode(_float_name("rcp", mode, *flags),
+                          lambda a, m=mode, f=f: sf.div(fp.ONE, a, m, f), None, ONE,
+                          (PtxForm("rcp", (mode, *flags), _F),),
+                          expand=lambda o, a, m=mode, f=f: fp.div(o, fp.ONE, a, m, f)),
+                AluOpcode(_float_name("sqrt", mode, *flags), lambda a, m=mode, f=f: sf.sqrt(a, m, f),
+                          None, ONE, (PtxForm("sqrt", (mode, *flags), _F),),
+                          expand=lambda o, a, m=mode, f=f: fp.sqrt(o, a, m, f))]
+    return out
+
+
 def _sat(bits: int, sat: bool) -> int:
     return saturate(bits) if sat else bits
 
@@ -326,7 +347,7 @@ def _convert_opcodes() -> list[AluOpcode]:
 def float_opcodes() -> list[AluOpcode]:
     """The f32 opcodes: evaluated by `softfloat`, expanded into integer ops
     by `simt-expand-float` before the tensor level."""
-    return [*_rounded_opcodes(), *_sign_opcodes(), *_convert_opcodes()]
+    return [*_rounded_opcodes(), *_quotient_opcodes(), *_sign_opcodes(), *_convert_opcodes()]
 
 
 # ------------------------------------------------------------------ the table
