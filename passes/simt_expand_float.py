@@ -37,7 +37,13 @@ from xdsl.utils.exceptions import DiagnosticException
 from qgc.dialects import ptx, simt
 from qgc.dialects.simt import GuardAttr, RegAttr
 from qgc.machine.float_programs import IntOps
-from qgc.machine.opcodes import ALU_OPCODES, PRED_OPCODES, SETP_CONDITIONS, SETP_EXPANSIONS
+from qgc.machine.opcodes import (
+    ALU_OPCODES,
+    ATOM_FLOAT_ADD,
+    PRED_OPCODES,
+    SETP_CONDITIONS,
+    SETP_EXPANSIONS,
+)
 from qgc.passes.simt_expand_divrem import _Fresh, _split_after
 
 M32 = 0xFFFF_FFFF
@@ -345,12 +351,49 @@ def _place(kernel: simt.KernelOp, routines: list[_Routine]) -> None:
             after = block
 
 
+def _address(op: simt.AtomOp, into: simt.LdOp | simt.AtomOp) -> simt.LdOp | simt.AtomOp:
+    return into.located(op.base_hi) if op.is_located else into
+
+
+def _expand_float_atomic(kernel: simt.KernelOp, fresh: _Fresh, op: simt.AtomOp) -> None:
+    """`atom add.f32` as a compare-and-swap loop, as GPUs without a float
+    atomic run it: load the word, add (an f32 op, expanded with the rest),
+    swap where the word is still the one loaded, else again. The lanes on
+    one word succeed one per iteration in lane order, so their adds apply
+    in the order the atomic's own semantics give them."""
+    block = op.parent_block()
+    assert block is not None
+    after = _split_after(kernel, block, op)
+    loop = Block()
+    kernel.body.insert_block_after(loop, block)
+    old, new, prev, retry = fresh(), fresh(), fresh(), fresh("vp")
+    space, base, offset, buffer, guard = (op.space.data, op.base, op.offset.value.data,
+                                          op.buffer_index, op.guard)
+    value = op.value.data if isinstance(op.value, IntAttr) else op.value
+    body: list[Operation] = [
+        _address(op, simt.LdOp(old, space, base, offset, buffer, guard)),
+        simt.AluOp(ATOM_FLOAT_ADD, new, [old, value]),
+        _address(op, simt.AtomOp("cas", prev, space, base, offset, old, buffer, guard, new)),
+        simt.SetpOp("ne", retry, prev, old)]
+    again = GuardAttr(retry)
+    if guard is not None:
+        body.append(simt.PredOp("and", retry, [again, guard]))
+    body.append(simt.BranchOp(again, loop, after))
+    loop.add_ops(body)
+    after.insert_op_before(simt.AluOp("mov", op.dst, [prev], guard), after.first_op)
+    _located([*body, after.first_op], op)
+    _replace(op, [simt.NextOp(loop)])
+
+
 def expand_floats(kernel: simt.KernelOp, routine_ops: int) -> None:
     if kernel.regs is not None:
         raise DiagnosticException(
             f"{ptx.location_prefix(kernel)}error: simt-expand-float runs on virtual "
             f"registers, before simt-allocate-registers (kernel '{kernel.kernel_name}')")
     fresh = _Fresh(kernel)
+    for atom in [op for op in kernel.walk() if isinstance(op, simt.AtomOp) and
+                 op.op.data == "add.f32"]:
+        _expand_float_atomic(kernel, fresh, atom)
     sites = [op for block in kernel.body.blocks for op in block.ops if _program(op)]
     shared = _shared_programs(sites, routine_ops, fresh)
     routines: dict[str, _Routine] = {}

@@ -234,3 +234,64 @@ def test_float_kernels_give_their_expected_buffers(path, launch_file, expected):
         pytest.skip("clang's PTX hard-codes 32-lane warps")
     launch = load_launch(launch_file)
     assert check_expected(expected, launch, run_simt(module, launch).buffers) > 0
+
+
+# ------------------------------------------------------------ atomics
+
+ATOMIC = """builtin.module {{
+  simt.kernel @k(ptr a, ptr g, ptr sums, ptr olds) lanes 4 mem_words 128 {{
+    simt.ld v0, param[0]
+    simt.ld v1, param[1]
+    simt.ld v2, param[2]
+    simt.ld v3, param[3]
+    simt.special v4, "tid.x"
+    simt.alu "add" v0, v0, v4
+    simt.ld v5, global[v0 + 0] buffer 0
+    simt.alu "add" v1, v1, v4
+    simt.ld v6, global[v1 + 0] buffer 1
+    simt.setp "ne" vp0, v6, 0
+    simt.alu "and" v7, v4, {mask}
+    simt.alu "add" v2, v2, v7
+    simt.alu "mov" v8, 7
+    simt.atom "add.f32" v8, global[v2 + 0], v5 buffer 2{guard}
+    simt.alu "add" v3, v3, v4
+    simt.st global[v3 + 0], v8 buffer 3
+    simt.exit
+  }}
+}}
+"""
+
+
+def _atomic_launch(lanes: int, values, guards, sums):
+    arg = lambda t, data: {"type": t, "data": list(data)}  # noqa: E731
+    return load_launch({"kernel": "k", "grid": [1, 1, 1], "block": [lanes, 1, 1],
+                        "args": [arg("u32*", values), arg("u32*", guards), arg("u32*", sums),
+                                 arg("u32*", [0] * lanes)]})
+
+
+@hypothesis.settings(max_examples=25, deadline=None)
+@hypothesis.given(st.lists(WORDS, min_size=4, max_size=4), st.lists(st.integers(0, 1), min_size=4,
+                  max_size=4), st.lists(WORDS, min_size=4, max_size=4),
+                  st.sampled_from([0, 1, 3]), st.booleans())
+def test_a_float_atomic_is_a_compare_and_swap_loop_in_lane_order(values, guards, sums, mask,
+                                                                  guarded):
+    """One warp: lanes adding into one word apply in lane order, bit for bit
+    (the returned old values too); a guarded-off lane adds nothing."""
+    text = ATOMIC.format(mask=mask, guard=" guard vp0" if guarded else "")
+    launch = _atomic_launch(4, values, guards, sums)
+    want = run_simt(_parsed(text), launch).buffers
+    for pipeline in PIPELINES:
+        module = _compiled(text, pipeline)
+        assert not any(isinstance(op, simt.AtomOp) and op.op.data == "add.f32"
+                       for op in module.walk())
+        assert run_simt(module, launch).buffers == want, pipeline
+
+
+def test_float_atomics_of_several_warps_lose_no_update():
+    """Four warps add small integers into two words: exact in any order."""
+    text = ATOMIC.format(mask=1, guard="")
+    ones = [0x3F80_0000, 0x4000_0000, 0x4040_0000, 0x4080_0000] * 4
+    launch = _atomic_launch(16, ones, [1] * 16, [0, 0, 0, 0])
+    module = _compiled(text, PIPELINES[2])
+    sums = run_simt(module, launch).buffers[2]
+    assert sums[:2] == [0x4180_0000, 0x41C0_0000]     # 8 · (1 + 3) / 2, 8 · (2 + 4) / 2

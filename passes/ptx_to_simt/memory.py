@@ -358,6 +358,8 @@ class MemoryAccesses:
 
 def _atom_op(name: str, t: str | None) -> str | None:
     """The machine's atomic for PTX `atom.NAME.T` on 32-bit words, or None."""
+    if name == "add" and t == "f32":
+        return "add.f32"
     if t not in INT32:
         return None
     if name in ("min", "max") and t != "b32":

@@ -18,6 +18,8 @@ class Atomics:
         swaps = [self.src(regs, ln, op.swap, guards[ln]) if op.swap is not None else None
                  for ln in lanes]
         kind = op.op.data
+        if kind == "add.f32":
+            raise unsupported(op, "'atom add.f32' (simt-expand-float expands it)")
         if kind == "add":
             self.lower_atom_add(op, regs, records, guards, where, ens, values, rec_addr)
             return

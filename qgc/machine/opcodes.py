@@ -508,7 +508,13 @@ ATOM_OPERATIONS: dict[str, Callable[[int, int, int], int]] = {
     # a byte or halfword store into its word (v: the element in place, s: its
     # bits), atomic so lanes storing into one word in one step keep each other's
     "ins": lambda o, v, s: (o & ~s & 0xFFFFFFFF) | v,
+    # f32 add, rounded to nearest, subnormals flushed (PTX's atom.add.f32);
+    # simt-expand-float makes it a compare-and-swap loop
+    "add.f32": lambda o, v, _: sf.add(o, v, "rn", True),
 }
+
+#: The f32 add an `add.f32` atomic's compare-and-swap loop computes.
+ATOM_FLOAT_ADD = "add.rn.ftz.f32"
 
 
 def _signed64(v: int) -> int:
