@@ -394,7 +394,19 @@ def expand_floats(kernel: simt.KernelOp, routine_ops: int) -> None:
     for atom in [op for op in kernel.walk() if isinstance(op, simt.AtomOp) and
                  op.op.data == "add.f32"]:
         _expand_float_atomic(kernel, fresh, atom)
-    sites = [op for block in kernel.body.blocks for op in block.ops if _program(op)]
+    routines = _expand(kernel, fresh, routine_ops, composite=True)
+    routines += _expand(kernel, fresh, routine_ops, composite=False)
+    if routines:
+        _place(kernel, routines)
+
+
+def _expand(kernel: simt.KernelOp, fresh: _Fresh, routine_ops: int,
+            composite: bool) -> list[_Routine]:
+    """Expand the f32 ops whose programs use f32 ops (`composite`: the
+    `.approx` algorithms), or the others: inline, or as calls of one
+    routine per opcode. Returns the routines, to be placed."""
+    sites = [op for block in kernel.body.blocks for op in block.ops
+             if _program(op) and _is_composite(op) == composite]
     shared = _shared_programs(sites, routine_ops, fresh)
     routines: dict[str, _Routine] = {}
     returns: dict[str, list[Block]] = {}
@@ -407,8 +419,11 @@ def expand_floats(kernel: simt.KernelOp, routine_ops: int) -> None:
         returns.setdefault(key, []).append(routine.call(kernel, op, len(returns[key])))
     for key, routine in routines.items():
         routine.dispatch(returns[key], fresh, routine.blocks[-1].last_op.location)
-    if routines:
-        _place(kernel, list(routines.values()))
+    return list(routines.values())
+
+
+def _is_composite(op: Operation) -> bool:
+    return isinstance(op, simt.AluOp) and ALU_OPCODES[op.opcode.data].composite
 
 
 def _shared_programs(sites, routine_ops: int, fresh: _Fresh) -> dict[str, _Routine]:

@@ -1,9 +1,9 @@
 """f32 semantics of the reference engine: arithmetic (exact roundings, `.ftz`,
-`.sat`, approximate functions computed in double) and conversions (cvt)."""
+`.sat`, the `.approx` functions as qgc's float32 algorithms, `ref_approx`) and
+conversions (cvt)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from qgc.runtime import float32 as F
@@ -24,17 +24,31 @@ from qgc.runtime.ref_decode import (
 
 # ================================================================ f32 arithmetic
 
-def float_binary(cx: Ctx, exact: Callable | None, rn: Callable, approx: bool = False):
+def float_binary(cx: Ctx, exact: Callable | None, rn: Callable):
     """d = a OP b for f32 with rounding mode, .ftz and .sat."""
     ops = cx.operands(3)
     ftz, sat = "ftz" in cx.mods, "sat" in cx.mods
-    mode = "rn" if approx else cx.rounding()
+    mode = cx.rounding()
     a, b = cx.fsrc(ops[1], ftz), cx.fsrc(ops[2], ftz)
     d = cx.fdst(ops[0], ftz, sat)
     from_float = F.from_float
     if mode == "rn":
         return ALU, lambda th: d(th, from_float(rn(a(th), b(th))))
     return ALU, lambda th: d(th, exact(a(th), b(th), mode))
+
+
+def float_approx_div(cx: Ctx):
+    """div.approx (a · rcp.rn(b)) and div.full (div.rn): the algorithms of
+    `qgc.machine.approx_programs`."""
+    from qgc.machine import approx_programs as ap
+    from qgc.runtime.ref_approx import REF_OPS
+    ops = cx.operands(3)
+    if "sat" in cx.mods:
+        raise cx.unsupported()
+    program = ap.div_approx if "approx" in cx.mods else ap.div_full
+    ftz = "ftz" in cx.mods
+    a, b, d = cx.src(ops[1], "f32"), cx.src(ops[2], "f32"), cx.dst(ops[0], "f32")
+    return ALU, lambda th: d(th, program(REF_OPS, a(th), b(th), ftz))
 
 
 def float_bits_unary(cx: Ctx, fn: Callable):
@@ -94,111 +108,74 @@ def _fma_op(cx: Ctx):
     return float_fma(cx)
 
 
-def _approx_unary(cx: Ctx, fn: Callable, exact: Callable | None = None):
-    """A unary f32 function computed in double and rounded to f32."""
+def _approx_unary(cx: Ctx, base: str, exact: Callable | None = None):
+    """A unary f32 function: exact in a rounding mode, or `.approx`: the
+    float32 algorithm of `qgc.machine.approx_programs` (`ref_approx`)."""
     cx.one_type(("f32",))
     ops = cx.operands(2)
     ftz, sat = "ftz" in cx.mods, "sat" in cx.mods
-    a = cx.fsrc(ops[1], ftz)
-    d = cx.fdst(ops[0], ftz, sat)
     if exact is not None and "approx" not in cx.mods:
+        a = cx.fsrc(ops[1], ftz)
+        d = cx.fdst(ops[0], ftz, sat)
         mode = cx.rounding()
         return ALU, lambda th: d(th, exact(a(th), mode))
-    if exact is None and "approx" not in cx.mods:
+    if "approx" not in cx.mods or sat:
         raise cx.unsupported()
-    from_float = F.from_float
-    return ALU, lambda th: d(th, from_float(fn(a(th))))
-
-
-def _safe(fn: Callable) -> Callable:
-    def run(x: float) -> float:
-        if math.isnan(x):
-            return math.nan
-        try:
-            return fn(x)
-        except OverflowError:
-            return math.inf
-        except ValueError:
-            return math.nan
-    return run
-
-
-def _rcp(x: float) -> float:
-    return F.div_float(1.0, x)
-
-
-def _rsqrt(x: float) -> float:
-    if x == 0.0:
-        return math.copysign(math.inf, x)
-    if x < 0:
-        return math.nan
-    return 1.0 / math.sqrt(x) if not math.isinf(x) else 0.0
-
-
-def _sqrt(x: float) -> float:
-    return math.nan if x < 0 else math.sqrt(x)
-
-
-def _lg2(x: float) -> float:
-    if x == 0.0:
-        return -math.inf
-    if x < 0:
-        return math.nan
-    return math.log2(x)
-
-
-def _trig(fn: Callable) -> Callable:
-    return lambda x: math.nan if math.isinf(x) else fn(x)
+    from qgc.machine.approx_programs import UNARY
+    from qgc.runtime.ref_approx import REF_OPS
+    program = UNARY[base]
+    bits, d = cx.src(ops[1], "f32"), cx.dst(ops[0], "f32")
+    return ALU, lambda th: d(th, program(REF_OPS, bits(th), ftz))
 
 
 @op("rcp", "rcp{.rn,.rz,.rm,.rp}{.ftz}.f32", "rcp.approx{.ftz}.f32",
-    desc="reciprocal (exact, or approximate computed in double)",
+    desc="reciprocal (exact, or qgc's approx algorithm: rcp.rn)",
     mods=("approx", "ftz") + ROUNDINGS)
 def _rcp_op(cx: Ctx):
-    return _approx_unary(cx, _safe(_rcp), lambda x, mode: F.div_exact(1.0, x, mode))
+    return _approx_unary(cx, "rcp", lambda x, mode: F.div_exact(1.0, x, mode))
 
 
 @op("sqrt", "sqrt{.rn,.rz,.rm,.rp}{.ftz}.f32", "sqrt.approx{.ftz}.f32",
-    desc="square root (exact, or approximate computed in double)",
+    desc="square root (exact, or qgc's approx algorithm: sqrt.rn)",
     mods=("approx", "ftz") + ROUNDINGS)
 def _sqrt_op(cx: Ctx):
-    return _approx_unary(cx, _safe(_sqrt), F.sqrt_exact)
+    return _approx_unary(cx, "sqrt", F.sqrt_exact)
 
 
-@op("rsqrt", "rsqrt.approx{.ftz}.f32", desc="approximate 1/sqrt(x), computed in double",
+@op("rsqrt", "rsqrt.approx{.ftz}.f32", desc="approximate 1/sqrt(x) (qgc's float32 algorithm, docs/machine.md)",
     mods=("approx", "ftz"))
 def _rsqrt_op(cx: Ctx):
-    return _approx_unary(cx, _safe(_rsqrt))
+    return _approx_unary(cx, "rsqrt")
 
 
-@op("ex2", "ex2.approx{.ftz}.f32", desc="approximate 2^x, computed in double",
+@op("ex2", "ex2.approx{.ftz}.f32", desc="approximate 2^x (qgc's float32 algorithm, docs/machine.md)",
     mods=("approx", "ftz"))
 def _ex2_op(cx: Ctx):
-    return _approx_unary(cx, _safe(lambda x: 2.0 ** x))
+    return _approx_unary(cx, "ex2")
 
 
-@op("lg2", "lg2.approx{.ftz}.f32", desc="approximate log2(x), computed in double",
+@op("lg2", "lg2.approx{.ftz}.f32", desc="approximate log2(x) (qgc's float32 algorithm, docs/machine.md)",
     mods=("approx", "ftz"))
 def _lg2_op(cx: Ctx):
-    return _approx_unary(cx, _safe(_lg2))
+    return _approx_unary(cx, "lg2")
 
 
-@op("sin", "sin.approx{.ftz}.f32", desc="approximate sine, computed in double",
+@op("sin", "sin.approx{.ftz}.f32", desc="approximate sine (qgc's float32 algorithm, docs/machine.md)",
     mods=("approx", "ftz"))
 def _sin_op(cx: Ctx):
-    return _approx_unary(cx, _safe(_trig(math.sin)))
+    return _approx_unary(cx, "sin")
 
 
-@op("cos", "cos.approx{.ftz}.f32", desc="approximate cosine, computed in double",
+@op("cos", "cos.approx{.ftz}.f32", desc="approximate cosine (qgc's float32 algorithm, docs/machine.md)",
     mods=("approx", "ftz"))
 def _cos_op(cx: Ctx):
-    return _approx_unary(cx, _safe(_trig(math.cos)))
+    return _approx_unary(cx, "cos")
 
 
-@op("tanh", "tanh.approx.f32", desc="approximate tanh, computed in double",
+@op("tanh", "tanh.approx.f32", desc="approximate tanh (qgc's float32 algorithm, docs/machine.md)",
     mods=("approx",))
 def _tanh_op(cx: Ctx):
-    return _approx_unary(cx, _safe(math.tanh))
+    return _approx_unary(cx, "tanh")
 
 
 @op("copysign", "copysign.f32", desc="b with the sign of a")

@@ -20,7 +20,13 @@ from qgc.runtime.ref_decode import (
     signed,
     type_bits,
 )
-from qgc.runtime.ref_float import float_binary, float_bits_unary, float_fma, float_minmax
+from qgc.runtime.ref_float import (
+    float_approx_div,
+    float_binary,
+    float_bits_unary,
+    float_fma,
+    float_minmax,
+)
 
 # ============================================================ integer arithmetic
 
@@ -244,7 +250,7 @@ def _div(cx: Ctx):
     t = cx.one_type(INT_ARITH + ("f32",))
     if t == "f32":
         if cx.mods & {"approx", "full"}:
-            return float_binary(cx, None, F.div_float, approx=True)
+            return float_approx_div(cx)
         return float_binary(cx, F.div_exact, F.div_float)
     return _binary(cx, t, _int_div(t))
 

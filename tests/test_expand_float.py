@@ -25,7 +25,7 @@ from qgc import driver
 from qgc.context import make_context
 from qgc.dialects import simt
 from qgc.machine.opcodes import ALU_OPCODES, SETP_EXPANSIONS
-from qgc.pipeline import insert_after, parse_pipeline, stage
+from qgc.pipeline import insert_after, parse_pipeline, stage, with_options
 from qgc.runtime.expected import check_expected
 from qgc.runtime.launch import load_launch
 from qgc.runtime.simt_engine import run_simt
@@ -40,7 +40,8 @@ COMPARES = sorted(SETP_EXPANSIONS)
 PASS = "simt-expand-float"
 #: inline and shared; then as the simt pipeline goes on; then on a tight machine
 PIPELINES = (f"{PASS}{{routine-ops=0}}", PASS,
-             f"{PASS},simt-cse,simt-layout-memory,simt-allocate-registers,simt-form-blocks",
+             f"{PASS},simt-cse,simt-layout-memory,simt-allocate-registers,"
+             "simt-form-blocks{max-blocks=1024}",
              f"{PASS}{{routine-ops=8}},simt-layout-memory,simt-allocate-registers{{regs=8}},"
              "simt-form-blocks{max-ops=6 max-blocks=1024}")
 LANES = 8       # two warps
@@ -202,7 +203,11 @@ def test_refused_after_register_allocation():
 
 # ------------------------------------------------------------ the suites
 
-WITH_PASS = insert_after(stage("simt"), "simt-rename-webs", parse_pipeline(PASS).passes)
+#: the simt pipeline with the pass, blocks without a count limit: what is
+#: checked here is the expansion (the tensor level's 64 blocks are its own)
+WITH_PASS = with_options(insert_after(stage("simt"), "simt-rename-webs",
+                                      parse_pipeline(PASS).passes),
+                         "simt-form-blocks", max_blocks=1024)
 
 
 def _float_kernels():

@@ -212,7 +212,9 @@ def add(o: IntOps, a, b, mode: str = "rn", ftz: bool = False, sat: bool = False)
     out = round_pack(o, o.and_(x, SIGN), m, o.sub(o.add(fx.exp, 2), lead), mode)
     out = o.select(zero_sign(o, a, b, mode), out, o.setp("eq", total, 0))
     out = o.select(x, out, o.setp("ge.u", mx, INF))
-    nan = o.any_(o.setp("gt.u", mx, INF), o.all_(o.setp("eq", my, INF), differ))
+    # predicates are few (8 a lane): the signs' difference is tested again
+    opposite = o.setp("lt.s", o.xor(a, b), 0)
+    nan = o.any_(o.setp("gt.u", mx, INF), o.all_(o.setp("eq", my, INF), opposite))
     return finish(o, o.select(CANONICAL_NAN, out, nan), ftz, sat)
 
 
@@ -322,7 +324,7 @@ def fma(o: IntOps, a, b, c, mode: str = "rn", ftz: bool = False, sat: bool = Fal
     sp = o.and_(o.xor(a, b), SIGN)
     sc = o.and_(c, SIGN)
     x, y, z = Normalised(o, a), Normalised(o, b), Normalised(o, c)
-    nan, p_inf, p_zero = _specials(o, x.mag, y.mag)
+    p_zero = o.setp("eq", o.min_u(x.mag, y.mag), 0)
     # the product: (x.sig · y.sig) >> 2 < 2^62, exact (each has 8 zero bits)
     hi, lo = o.alu("mul.hi.u", x.sig, y.sig), o.alu("mul.lo", x.sig, y.sig)
     product = Wide(o.shr(hi, 2), o.alu("shf.r.wrap", lo, hi, 2))
@@ -347,10 +349,12 @@ def fma(o: IntOps, a, b, c, mode: str = "rn", ftz: bool = False, sat: bool = Fal
     out = round_pack(o, sign, m, o.sub(o.sub(exp, 124), lead), mode)
     exact_zero = o.all_(o.setp("eq", total.hi, 0), o.setp("eq", total.lo, 0))
     out = o.select(zero_sign(o, sp, sc, mode), out, exact_zero)
-    c_inf = o.setp("eq", z.mag, INF)
-    out = o.select(c, out, c_inf)
+    out = o.select(c, out, o.setp("eq", z.mag, INF))
+    nan, p_inf, _ = _specials(o, x.mag, y.mag)
     out = o.select(o.or_(sp, INF), out, p_inf)
-    nan = o.any_(nan, o.setp("gt.u", z.mag, INF), o.all_(p_inf, c_inf, differ))
+    opposite = o.setp("ne", sp, sc)
+    nan = o.any_(nan, o.setp("gt.u", z.mag, INF),
+                 o.all_(p_inf, o.setp("eq", z.mag, INF), opposite))
     return finish(o, o.select(CANONICAL_NAN, out, nan), ftz, sat)
 
 
@@ -506,17 +510,19 @@ def div(o: IntOps, a, b, mode: str = "rn", ftz: bool = False, sat: bool = False)
     n, d = o.shr(x.sig, 8), o.shr(y.sig, 8)
     smaller = o.setp("lt.u", n, d)
     n = o.select(o.add(n, n), n, smaller)
+    # a / b = q · 2^(x.exp − y.exp − smaller − 25) = m · 2^(e − 157)
+    e = o.sub(o.add(o.sub(x.exp, y.exp), 127), o.select(1, 0, smaller))
     r, q = o.loop(25, (o.sub(n, d), 1), lambda o, r, q: _quotient_bit(o, r, q, d))
     m = o.shl(q, 5)
     m = o.select(o.or_(m, 1), m, o.setp("ne", r, 0))
-    # a / b = q · 2^(x.exp − y.exp − smaller − 25) = m · 2^(e − 157)
-    e = o.sub(o.add(o.sub(x.exp, y.exp), 127), o.select(1, 0, smaller))
     out = round_pack(o, sign, m, e, mode)
-    nan_in, inf_a, zero_a = _classes(o, x.mag)
-    nan_b, inf_b, zero_b = _classes(o, y.mag)
-    out = o.select(sign, out, o.any_(zero_a, inf_b))
-    out = o.select(o.or_(sign, INF), out, o.any_(inf_a, zero_b))
-    nan = o.any_(nan_in, nan_b, o.all_(zero_a, zero_b), o.all_(inf_a, inf_b))
+    # each test where it is used: a lane has 8 predicates
+    ma, mb = x.mag, y.mag
+    out = o.select(sign, out, o.any_(o.setp("eq", ma, 0), o.setp("eq", mb, INF)))
+    out = o.select(o.or_(sign, INF), out, o.any_(o.setp("eq", ma, INF), o.setp("eq", mb, 0)))
+    # 0/0 and inf/inf: equal magnitudes that are 0 or inf
+    alike = o.all_(o.setp("eq", ma, mb), o.setp("eq", o.min_u(ma, o.sub(INF, ma)), 0))
+    nan = o.any_(o.setp("gt.u", o.max_u(ma, mb), INF), alike)
     return finish(o, o.select(CANONICAL_NAN, out, nan), ftz, sat)
 
 
@@ -544,13 +550,13 @@ def sqrt(o: IntOps, a, mode: str = "rn", ftz: bool = False, sat: bool = False):
     s = o.shr(x.sig, 8)                     # value s · 2^(x.exp − 150)
     odd = o.setp("ne", o.and_(x.exp, 1), 0)
     s = o.select(o.add(s, s), s, odd)       # now an even power: x.exp − odd − 150
+    half = o.sar(o.sub(o.sub(x.exp, o.select(1, 0, odd)), 150), 1)
     _, r, root = o.loop(26, (o.shl(s, 6), 0, 0), _root_bit)
     # root = isqrt(s · 2^26) < 2^26, its leading one moved to bit 30
     lead = o.clz(root)
     m = o.shl(root, o.sub(lead, 1))
     m = o.select(o.or_(m, 1), m, o.setp("ne", r, 0))
     # √a = root · 2^(E/2 − 13) = m · 2^(e − 157), E = x.exp − odd − 150 (even)
-    half = o.sar(o.sub(o.sub(x.exp, o.select(1, 0, odd)), 150), 1)
     out = round_pack(o, 0, m, o.sub(o.add(half, 145), lead), mode)
     nan, inf, zero = _classes(o, x.mag)
     out = o.select(a, out, o.any_(zero, inf))

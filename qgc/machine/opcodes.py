@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from qgc.machine import approx_programs as ap
 from qgc.machine import float_programs as fp
 from qgc.machine import softfloat as sf
 from qgc.runtime.float32 import saturate
@@ -88,6 +89,9 @@ class AluOpcode:
     """f32 ops: the program of integer ops that `simt-expand-float` puts in
     its place (`qgc.machine.float_programs`), from an `IntOps` and the
     sources."""
+    composite: bool = False
+    """The program computes with f32 ops too (the `.approx` algorithms of
+    `qgc.machine.approx_programs`): expanded first."""
 
     @property
     def arity(self) -> int:
@@ -282,6 +286,32 @@ def _quotient_opcodes() -> list[AluOpcode]:
     return out
 
 
+def _evaluated(program: Callable[..., int], *options: Any) -> Callable[..., int]:
+    """A program's semantics on words: run at once (`float_programs.Evaluate`)."""
+    return lambda *x: program(fp.Evaluate(), *x, *options)
+
+
+def _approx_opcodes() -> list[AluOpcode]:
+    """BASE.approx{.ftz}.f32 (tanh without .ftz), div.approx and div.full:
+    the float32 algorithms of `approx_programs`, which `ref` runs too."""
+    out = []
+    for base, program in ap.UNARY.items():
+        for flags in _flags("ftz") if base != "tanh" else [()]:
+            f = bool(flags)
+            out.append(AluOpcode(
+                _float_name(base, "approx", *flags), _evaluated(program, f), None, ONE,
+                (PtxForm(base, ("approx", *flags), _F),), composite=True,
+                expand=lambda o, a, p=program, f=f: p(o, a, f)))
+    for kind, program in (("approx", ap.div_approx), ("full", ap.div_full)):
+        for flags in _flags("ftz"):
+            f = bool(flags)
+            out.append(AluOpcode(
+                _float_name("div", kind, *flags), _evaluated(program, f), None, TWO,
+                (PtxForm("div", (kind, *flags), _F),), composite=True,
+                expand=lambda o, a, b, p=program, f=f: p(o, a, b, f)))
+    return out
+
+
 def _sat(bits: int, sat: bool) -> int:
     return saturate(bits) if sat else bits
 
@@ -347,7 +377,8 @@ def _convert_opcodes() -> list[AluOpcode]:
 def float_opcodes() -> list[AluOpcode]:
     """The f32 opcodes: evaluated by `softfloat`, expanded into integer ops
     by `simt-expand-float` before the tensor level."""
-    return [*_rounded_opcodes(), *_quotient_opcodes(), *_sign_opcodes(), *_convert_opcodes()]
+    return [*_rounded_opcodes(), *_quotient_opcodes(), *_sign_opcodes(), *_convert_opcodes(),
+            *_approx_opcodes()]
 
 
 # ------------------------------------------------------------------ the table
