@@ -253,3 +253,18 @@ def round_integral(x: float, mode: str) -> float:
     else:
         n = math.ceil(x)
     return math.copysign(float(n), x)
+
+
+def minmax_bits(x: int, y: int, pick_max: bool, keep_nan: bool) -> int:
+    """min/max.f32 of two patterns: the other operand for one NaN (the
+    canonical NaN for two, or for any with `.NaN`); -0 < +0."""
+    xn, yn = is_nan(x), is_nan(y)
+    if xn or yn:
+        if keep_nan or (xn and yn):
+            return CANONICAL_NAN
+        return y if xn else x
+    fx, fy = to_float(x), to_float(y)
+    if fx == fy:  # only ±0 differ: -0 < +0
+        neg_x = x >> 31
+        return (y if neg_x else x) if pick_max else (x if neg_x else y)
+    return (x if fx > fy else y) if pick_max else (x if fx < fy else y)

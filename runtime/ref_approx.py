@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from qgc.machine.float_programs import IntOps
 from qgc.runtime import float32 as F
-from qgc.runtime.ref_float import minmax_bits
+from qgc.runtime.float32 import minmax_bits
 
 M32 = 0xFFFF_FFFF
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from qgc.runtime import float32 as F
+from qgc.runtime.float32 import minmax_bits
 from qgc.runtime.ref_decode import (
     ALU,
     INT_ROUNDINGS,
@@ -72,21 +73,6 @@ def float_minmax(cx: Ctx, pick_max: bool):
             x, y = F.flush(x), F.flush(y)
         return minmax_bits(x, y, pick_max, keep_nan)
     return ALU, lambda th: d(th, pick(a(th), b(th)))
-
-
-def minmax_bits(x: int, y: int, pick_max: bool, keep_nan: bool) -> int:
-    """min/max.f32 of two patterns: the other operand for one NaN (the
-    canonical NaN for two, or for any with `.NaN`); -0 < +0."""
-    xn, yn = F.is_nan(x), F.is_nan(y)
-    if xn or yn:
-        if keep_nan or (xn and yn):
-            return F.CANONICAL_NAN
-        return y if xn else x
-    fx, fy = F.to_float(x), F.to_float(y)
-    if fx == fy:  # only ±0 differ: -0 < +0
-        neg_x = x >> 31
-        return (y if neg_x else x) if pick_max else (x if neg_x else y)
-    return (x if fx > fy else y) if pick_max else (x if fx < fy else y)
 
 
 def float_fma(cx: Ctx):

@@ -243,8 +243,8 @@ def _int_rem(t: str) -> Callable:
 
 @op("div", "div.{u16,s16,u32,s32,u64,s64}", "div{.rn,.rz,.rm,.rp}{.ftz}.f32",
     "div.approx{.ftz}.f32", "div.full{.ftz}.f32",
-    desc="integer divide (toward zero; x/0 = all ones); f32 divide (exact, or approximate "
-         "forms computed in double)",
+    desc="integer divide (toward zero; x/0 = all ones); f32 divide (correctly rounded, or "
+         "qgc's approx algorithms: div.approx a*rcp.rn(b), div.full div.rn)",
     mods=("approx", "full", "ftz") + ROUNDINGS)
 def _div(cx: Ctx):
     t = cx.one_type(INT_ARITH + ("f32",))

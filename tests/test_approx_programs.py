@@ -15,8 +15,7 @@ import pytest
 from test_softfloat import SPECIALS
 
 from qgc.machine import approx_programs as ap
-from qgc.machine.float_programs import Evaluate
-from qgc.machine.opcodes import ALU_OPCODES
+from qgc.machine.opcodes import ALU_OPCODES, Evaluate
 from qgc.runtime import float32 as F
 from qgc.runtime.ref_approx import REF_OPS
 

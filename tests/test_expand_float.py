@@ -18,6 +18,7 @@ import json
 from functools import lru_cache
 
 import pytest
+from test_softfloat import SPECIALS
 from xdsl.dialects.builtin import IntAttr
 
 from conftest import EXAMPLES, SHARED_KERNELS, shared_kernel_files
@@ -29,7 +30,6 @@ from qgc.pipeline import insert_after, parse_pipeline, stage, with_options
 from qgc.runtime.expected import check_expected
 from qgc.runtime.launch import load_launch
 from qgc.runtime.simt_engine import run_simt
-from test_softfloat import SPECIALS
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

@@ -27,11 +27,12 @@ from test_softfloat import (
 )
 
 from qgc.machine import float_programs as FP
+from qgc.machine.opcodes import Evaluate
 from qgc.runtime import float32 as F
 from qgc.runtime.ref_float import minmax_bits
 from qgc.runtime.ref_int import _FLOAT_CMP
 
-RUN = FP.Evaluate()
+RUN = Evaluate()
 INT_ROUNDINGS = {"rn": "rni", "rz": "rzi", "rm": "rmi", "rp": "rpi"}
 
 

@@ -1,5 +1,6 @@
-"""Every integer kernel through the merged model: each example of
-`test_simt.accepted_cases` and each integer kernel of the shared suite, from nvcc and
+"""Every kernel through the merged model: each example of
+`test_simt.accepted_cases` and each kernel of the shared suite the tensor
+level holds (integer and f32), from nvcc and
 clang, compiled for a small stand-in base (2 base layers, one linear and one
 full attention, a 512-row text vocabulary) and run in one stock
 `Qwen3_5ForCausalLM`.
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import pytest
 from test_simt import WARP4_OWN_ANSWER, accepted_cases
+from test_tensor_kernels import BEYOND_THE_MACHINE
 
 from conftest import EXAMPLES, SHARED_KERNELS, shared_params, small_base_config
 from qgc.runtime.launch import load_launch
@@ -89,6 +91,10 @@ class Case:
         return self.name, self.compiler
 
     @property
+    def is_float(self) -> bool:
+        return self.name.endswith(("_f", "_f32")) or self.name == "float_ops"
+
+    @property
     def hidden(self) -> int:
         return 1024 if self.key in NARROW else 2048
 
@@ -131,7 +137,7 @@ def cases() -> list[Case]:
         out.append(Case(name, compiler, EXAMPLES / name / f"{name}{suffix}", launch, None))
     for spec in sorted(SHARED_KERNELS.glob("*.json")):
         info = json.loads(spec.read_text())
-        if info["kind"] != "int":
+        if spec.stem in BEYOND_THE_MACHINE:
             continue
         launch = load_launch(info, spec.name)
         for compiler, suffix in COMPILERS:
@@ -187,7 +193,8 @@ def back_with_files(machine, directory: Path) -> None:
 def run_case(case: Case, config, decode: bool, scratch: Path,
              timings: dict | None = None) -> None:
     """Compile `case` for `config`, record its launch on the ideal engine,
-    replay it through the merged model in float32 (and, with `decode`,
+    replay it through the merged model in float32 (an f32 kernel in bfloat16
+    too; with `decode`,
     decode it token by token in bfloat16); every stream's buffers are the
     expected ones. `timings` gets the measurements."""
     from qgc.merged_model import compile_machine, merged_model
@@ -209,6 +216,12 @@ def run_case(case: Case, config, decode: bool, scratch: Path,
     built = time.perf_counter()
     stats = replay_check(model, vocab, base_vocab, ideal.tokens, ideal.predicted)
     assert stats["checked"] == sum(ideal.predicted[1:]) > 0
+    if case.is_float and weight_bytes // 2 <= IN_MEMORY_BYTES:
+        # f32 kernels: the same stream through the model in bfloat16 as well
+        model = model.to(torch.bfloat16)
+        half = replay_check(model, vocab, base_vocab, ideal.tokens, ideal.predicted)
+        assert half["checked"] == stats["checked"]
+        model = model.to(torch.float32)
     replayed = time.perf_counter()
     if decode:
         assert weight_bytes // 2 <= IN_MEMORY_BYTES, \

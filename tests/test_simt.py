@@ -493,6 +493,12 @@ def test_random_straight_line_programs_agree_with_the_oracle():
     _random_programs_agree("int32", 40)
 
 
+def test_random_float_programs_agree_with_the_oracle():
+    """f32 arithmetic, fma, division, square roots, compares, min/max and
+    conversions (the `f32` family, numpy's float32 as its oracle)."""
+    _random_programs_agree("f32", 40)
+
+
 def test_random_branching_programs_agree_with_the_oracle():
     _random_programs_agree("branch", 60)
 

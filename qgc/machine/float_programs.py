@@ -12,11 +12,11 @@ increment below the kept bits, pack (a carry out of the significand moves
 into the exponent field), overflow by mode, then the special operands by
 selects. There are no branches: every lane runs the same ops.
 
-A program is written once against `IntOps`, which two back ends implement:
-`simt-expand-float` emits `simt.alu`/`simt.setp`/`simt.pred` ops, and
-`Evaluate` computes each op at once with the opcode table's own semantics
-(`qgc.machine.opcodes`), the fast way to test a program on millions of
-operands.
+A program is written once against `IntOps`, which back ends implement:
+`simt-expand-float` emits `simt.alu`/`simt.setp`/`simt.pred` ops,
+`qgc.machine.opcodes.Evaluate` computes each op at once with the opcode
+table's own semantics (the fast way to test a program on millions of
+operands), and `ref` runs the `.approx` programs on its own arithmetic.
 
 Words are 32-bit; a significand M handed to `round_pack` holds its leading
 one at bit 30 and a sticky bit at bit 0, its value M · 2^(e − 157) with e
@@ -88,31 +88,6 @@ def _fold_left(ops: IntOps, opcode: str, ps):
     for p in ps[1:]:
         out = ops.pred(opcode, out, p)
     return out
-
-
-class Evaluate(IntOps[int, bool]):
-    """Runs a program at once on Python ints with the machine's semantics."""
-
-    def __init__(self) -> None:
-        from qgc.machine import opcodes  # the table holds the programs
-        self.opcodes = opcodes
-
-    def alu(self, opcode: str, *srcs: int) -> int:
-        return self.opcodes.ALU_OPCODES[opcode].evaluate(*(s & 0xFFFF_FFFF for s in srcs))
-
-    def setp(self, cond: str, a: int, b: int) -> bool:
-        return self.opcodes.SETP_CONDITIONS[cond](a & 0xFFFF_FFFF, b & 0xFFFF_FFFF)
-
-    def pred(self, opcode: str, *srcs: bool) -> bool:
-        return self.opcodes.PRED_OPCODES[opcode][1](*srcs)
-
-    def select(self, a: int, b: int, p: bool) -> int:
-        return (a if p else b) & 0xFFFF_FFFF
-
-    def loop(self, trips: int, state: tuple, body: Callable[..., tuple]) -> tuple:
-        for _ in range(trips):
-            state = body(self, *state)
-        return state
 
 
 # ------------------------------------------------------------------ pieces

@@ -287,8 +287,8 @@ def _quotient_opcodes() -> list[AluOpcode]:
 
 
 def _evaluated(program: Callable[..., int], *options: Any) -> Callable[..., int]:
-    """A program's semantics on words: run at once (`float_programs.Evaluate`)."""
-    return lambda *x: program(fp.Evaluate(), *x, *options)
+    """A program's semantics on words: run at once (`Evaluate`, below)."""
+    return lambda *x: program(Evaluate(), *x, *options)
 
 
 def _approx_opcodes() -> list[AluOpcode]:
@@ -561,3 +561,30 @@ ATOM_PAIR_OPERATIONS: dict[str, Callable[[int, int, int], int]] = {
     "max.u": lambda o, v, _: max(o, v),
     "cas": lambda o, v, s: s if o == v else o,
 }
+
+
+# ------------------------------------------------------------ programs, run at once
+
+class Evaluate(fp.IntOps[int, bool]):
+    """Runs a program at once on Python ints with the machine's semantics."""
+
+    def __init__(self) -> None:
+        from qgc.machine import opcodes  # the table holds the programs
+        self.opcodes = opcodes
+
+    def alu(self, opcode: str, *srcs: int) -> int:
+        return ALU_OPCODES[opcode].evaluate(*(s & 0xFFFF_FFFF for s in srcs))
+
+    def setp(self, cond: str, a: int, b: int) -> bool:
+        return SETP_CONDITIONS[cond](a & 0xFFFF_FFFF, b & 0xFFFF_FFFF)
+
+    def pred(self, opcode: str, *srcs: bool) -> bool:
+        return PRED_OPCODES[opcode][1](*srcs)
+
+    def select(self, a: int, b: int, p: bool) -> int:
+        return (a if p else b) & 0xFFFF_FFFF
+
+    def loop(self, trips: int, state: tuple, body: Callable[..., tuple]) -> tuple:
+        for _ in range(trips):
+            state = body(self, *state)
+        return state
