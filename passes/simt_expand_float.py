@@ -335,15 +335,17 @@ class _Routine:
 
 
 def _place(kernel: simt.KernelOp, routines: list[_Routine]) -> None:
-    """Routines go first in layout order, after a jump to the entry: min-PC
+    """Routines go first in layout order, after a jump to the entry (the
+    kernel's first block where it is one already): min-PC
     runs a lane inside a routine before the warp's other lanes, as if it
     were still at its call site (a routine touches no memory and no other
     lane, so nothing can tell the difference), and the lanes it returns to
     keep their order."""
-    entry = kernel.body.blocks.first
-    assert entry is not None
-    start = Block([simt.NextOp(entry)])
-    kernel.body.insert_block_before(start, entry)
+    start = kernel.body.blocks.first
+    assert start is not None
+    if not (isinstance(start.first_op, simt.NextOp) and len(start.ops) == 1):
+        entry, start = start, Block([simt.NextOp(start)])
+        kernel.body.insert_block_before(start, entry)
     after = start
     for routine in routines:
         for block in routine.blocks:
@@ -394,10 +396,10 @@ def expand_floats(kernel: simt.KernelOp, routine_ops: int) -> None:
     for atom in [op for op in kernel.walk() if isinstance(op, simt.AtomOp) and
                  op.op.data == "add.f32"]:
         _expand_float_atomic(kernel, fresh, atom)
-    routines = _expand(kernel, fresh, routine_ops, composite=True)
-    routines += _expand(kernel, fresh, routine_ops, composite=False)
-    if routines:
-        _place(kernel, routines)
+    for composite in (True, False):     # the f32 ops of composite routines too
+        routines = _expand(kernel, fresh, routine_ops, composite)
+        if routines:
+            _place(kernel, routines)
 
 
 def _expand(kernel: simt.KernelOp, fresh: _Fresh, routine_ops: int,

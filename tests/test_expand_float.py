@@ -26,7 +26,7 @@ from qgc import driver
 from qgc.context import make_context
 from qgc.dialects import simt
 from qgc.machine.opcodes import ALU_OPCODES, SETP_EXPANSIONS
-from qgc.pipeline import insert_after, parse_pipeline, stage, with_options
+from qgc.pipeline import insert_after, parse_pipeline, stage, up_to, with_options
 from qgc.runtime.expected import check_expected
 from qgc.runtime.launch import load_launch
 from qgc.runtime.simt_engine import run_simt
@@ -86,7 +86,7 @@ def _kernel(lines: list[str], count: int) -> str:
     body = "\n".join([f'    simt.alu "mov" v{20 + i}, {i + 7}' for i in range(count)] +
                       ['    simt.setp "ne" vp1, v5, 7'] + lines)
     return f"""builtin.module {{
-  simt.kernel @k(ptr a, ptr b, ptr c, ptr g, ptr out) lanes 4 mem_words 256 {{
+  simt.kernel @k(ptr a, ptr b, ptr c, ptr g, ptr out) lanes 4 mem_words 1024 {{
     simt.ld v0, param[0]
     simt.ld v1, param[1]
     simt.ld v2, param[2]
@@ -300,3 +300,27 @@ def test_float_atomics_of_several_warps_lose_no_update():
     module = _compiled(text, PIPELINES[2])
     sums = run_simt(module, launch).buffers[2]
     assert sums[:2] == [0x4180_0000, 0x41C0_0000]     # 8 · (1 + 3) / 2, 8 · (2 + 4) / 2
+
+
+@pytest.mark.skipif(not SHARED_KERNELS.is_dir(), reason="needs ../shared/kernels")
+def test_a_kernel_past_the_block_limit_is_refused_with_the_count():
+    """fastmath_f's five `.approx` algorithms expand past the 64 blocks the
+    machine numbers: refused, saying which limit and by how much."""
+    from qgc.diagnostics import QgcError
+    ctx, module = driver.load(str(SHARED_KERNELS / "fastmath_f.ptx"))
+    with pytest.raises(QgcError, match=r"kernel 'fastmath_f' needs \d+ blocks, the machine "
+                                       r"has 64 \(option max-blocks\)"):
+        driver.apply(ctx, module, up_to(stage("tensor"), "convert-simt-to-tensor"))
+
+
+def test_the_f32_ops_of_a_shared_approx_routine_are_expanded_too():
+    """Regression (hypothesis): two `sin.approx` sites share one routine,
+    whose own f32 ops were left unexpanded (the routine was placed after the
+    second round looked for them)."""
+    text = SHARED_TWICE.replace('"fma.rn.f32" v3, v2, v2, v2', '"sin.approx.f32" v3, v2') \
+        .replace('"fma.rn.f32" v4, v3, v2, 1065353216', '"sin.approx.f32" v4, v2')
+    module = _compiled(text, PASS)
+    assert not _has_floats(module)
+    launch = load_launch({"kernel": "k", "grid": [1, 1, 1], "block": [4, 1, 1],
+                          "args": [{"type": "f32*", "data": [0.5, -2.0, 3.0, 100.0]}]})
+    assert run_simt(module, launch).buffers == run_simt(_parsed(text), launch).buffers

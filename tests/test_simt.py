@@ -67,7 +67,7 @@ ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_sig
                  # per-thread arrays indexed by data: .local frames
                  "local_hist", "local_sort",
                  # f32: softfloat at this level, integer programs at the tensor level
-                 "saxpy_f32", "convert_f32")
+                 "saxpy_f32", "convert_f32", "float_ops")
 
 
 def accepted_cases() -> list[tuple[str, str, str]]:

@@ -18,19 +18,12 @@ INT_ROUNDINGS = tuple(m + "i" for m in ROUNDINGS)
 class FloatOps:
     """Selection of f32 compares and conversions."""
 
-    def setp_f32(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+    def float_cond(self, inst: ptx.InstOp) -> str:
+        """The `simt.setp` condition of `setp.CMP{.ftz}.f32`."""
         mods = inst.op.modifiers
-        args = inst.operands_decoded
-        if len(args) != 3 or not mods or mods[0] not in softfloat.COMPARES or \
-                set(mods[1:]) - {"ftz"}:
+        if not mods or mods[0] not in softfloat.COMPARES or set(mods[1:]) - {"ftz"}:
             raise unsupported(inst, inst.opcode.data)
-        p = args[0]
-        if not isinstance(p, ptx.Reg) or self.bits(p.name) != 1:
-            raise unsupported(inst, inst.opcode.data, "a dual or non-predicate destination")
-        pre: list[Operation] = []
-        a, b = self.src32(inst, args[1], pre), self.src32(inst, args[2], pre)
-        cond = ".".join((*mods, "f32"))
-        return pre + [simt.SetpOp(cond, self.vreg(p.name), a, b, guard)]
+        return ".".join((*mods, "f32"))
 
     def cvt_f32(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         """cvt.RND{.sat}.f32.{s,u}32, cvt.RNDi{.ftz}{.sat}.{s,u}32.f32 (a

@@ -84,16 +84,20 @@ class ScalarOps:
         args = inst.operands_decoded
         if opc.type in WIDE:
             return self.setp64(inst, guard)
-        if opc.type == "f32":
-            return self.setp_f32(inst, guard)
-        table = SETP_SIGNED if opc.type == "s32" else SETP_UNSIGNED
-        if opc.type not in INT32 or len(opc.modifiers) != 1 or len(args) != 3 or \
-                opc.modifiers[0] not in table or \
-                (opc.type == "b32" and opc.modifiers[0] not in ("eq", "ne")):
-            raise unsupported(inst, inst.opcode.data)
+        cond = self.float_cond(inst) if opc.type == "f32" else _int_cond(inst)
         p = args[0]
-        if not isinstance(p, ptx.Reg) or self.bits(p.name) != 1:
+        if len(args) != 3 or not isinstance(p, ptx.Reg) or self.bits(p.name) != 1:
             raise unsupported(inst, inst.opcode.data, "a dual or non-predicate destination")
         pre: list[Operation] = []
         a, b = self.src32(inst, args[1], pre), self.src32(inst, args[2], pre)
-        return pre + [simt.SetpOp(table[opc.modifiers[0]], self.vreg(p.name), a, b, guard)]
+        return pre + [simt.SetpOp(cond, self.vreg(p.name), a, b, guard)]
+
+
+def _int_cond(inst: ptx.InstOp) -> str:
+    """The `simt.setp` condition of `setp.CMP.{s,u,b}32`."""
+    opc = inst.op
+    table = SETP_SIGNED if opc.type == "s32" else SETP_UNSIGNED
+    if opc.type not in INT32 or len(opc.modifiers) != 1 or opc.modifiers[0] not in table or \
+            (opc.type == "b32" and opc.modifiers[0] not in ("eq", "ne")):
+        raise unsupported(inst, inst.opcode.data)
+    return table[opc.modifiers[0]]
