@@ -123,3 +123,38 @@ def test_random_pointer_and_local_programs_on_the_tensor_level():
 def test_many_random_programs_on_the_tensor_level():
     _random_programs_agree(["int32", "branch", "shared", "atomic", "int64", "pointer",
                             "local", "f32"], 60)
+
+
+SHUFFLE_IN_PLACE = """builtin.module {
+  simt.kernel @k(ptr a) lanes 4 mem_words 127 {
+    simt.ld v0, param[0]
+    simt.special v1, "tid.x"
+    simt.alu "add" v0, v0, v1
+    simt.ld v2, global[v0 + 0] buffer 0
+    simt.alu "mov" v3, 31
+    simt.warp "shfl.bfly" v2, v2, 1, v3
+    simt.warp "shfl.bfly" v2, v2, 2, v3
+    simt.st global[v0 + 0], v2 buffer 0
+    simt.exit
+  }
+}
+"""
+
+
+def test_a_shuffle_into_its_own_source_reads_every_lane_before_it():
+    """Regression (warp_max_xor_f after f32 expansion: register allocation
+    gave a shuffle its source as destination): lane l read lane j < l's
+    new value instead of the one before the shuffle."""
+    from qgc.context import make_context
+    from qgc.pipeline import from_pass
+    launch = load_launch({"kernel": "k", "grid": [1, 1, 1], "block": [4, 1, 1],
+                          "args": [{"type": "u32*", "data": [1, 20, 300, 4000]}]})
+    module = driver.parse_ir(make_context(), SHUFFLE_IN_PLACE, "shfl.mlir")
+    want = run_simt(module.clone(), launch).buffers
+    assert want == [[4000, 300, 20, 1]]
+    driver.apply_for_launch(make_context(), module,
+                            from_pass(LOWER_TO_TENSOR, "simt-layout-memory"), launch)
+    (program,) = tensor.programs_of(module)
+    vocab = vocabulary_of(program)
+    result = run_trace(pick_kernel(module, None), vocab, launch, tensor_stepper(program, vocab))
+    assert result.buffers == want

@@ -50,14 +50,14 @@ class WarpOps:
         lanes = range(simt.LANES)
         pred_form = op.opcode.data.endswith(".p")
         b_src, c_src = (srcs[0], srcs[1]) if pred_form else (srcs[1], srcs[2])
+        results = []        # every lane's, before any is defined: dst may be a source
         for ln in lanes:
             g = guards[ln]
             bv = self.src(regs, ln, b_src, g)
             cv = self.src(regs, ln, c_src, g)
             choices = self.shfl_sources(mode, ln, bv, cv)
             if pred_form:
-                ok = self.any_of([sel for sel, j in choices if j is not None])
-                self.define(regs, ln, op.dst, ok, g)
+                results.append(self.any_of([sel for sel, j in choices if j is not None]))
                 continue
             own = self.current(regs, ln, srcs[0])
             values = []
@@ -68,7 +68,9 @@ class WarpOps:
                 absent = self.b.slice(self.launch_word("absent"), j, j + 1)
                 values.append((self.gate([sel], [absent]), self.current(regs, j, srcs[0])))
                 values.append((self.gate([sel, absent]), own))
-            self.define(regs, ln, op.dst, self.pick(values), g)
+            results.append(self.pick(values))
+        for ln, value in zip(lanes, results, strict=True):
+            self.define(regs, ln, op.dst, value, guards[ln])
 
     def shfl_sources(self, mode: str, lane: int, bv: SSAValue, cv: SSAValue
                      ) -> list[tuple[SSAValue, int | None]]:
