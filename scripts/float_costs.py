@@ -63,16 +63,17 @@ def measure(op: str | None) -> dict[str, int]:
     ops = sum(1 for k in simt.kernels_of(module) for _ in k.walk())
     driver.apply(make_context(), module, up_to(passes, "simt-cse"))
     expanded = sum(1 for k in simt.kernels_of(module) for _ in k.walk())
-    driver.apply(make_context(), module, from_pass(passes, "simt-cse"))
+    driver.apply(make_context(), module,
+                 up_to(from_pass(passes, "simt-cse"), "convert-simt-to-tensor"))
     (k,) = simt.kernels_of(module)
     launch = load_launch({"kernel": "k", "grid": [1, 1, 1], "block": [4, 1, 1],
                           "args": [{"type": "f32*", "data": [1.5] * 24}]})
+    steps = run_simt(module.clone(), launch).stats["exec_steps"]     # the machine program
+    blocks = len(list(k.body.blocks))
+    driver.apply(make_context(), module, from_pass(passes, "convert-simt-to-tensor"))
     (program,) = tensor.programs_of(module)
     rows = [o for o in program.ops() if isinstance(o, tensor.ThresholdOp)]
-    simt_module = driver.parse_ir(make_context(), kernel(op), "op.mlir")
-    driver.apply(make_context(), simt_module, up_to(passes, "convert-simt-to-tensor"))
-    return {"integer_ops": expanded - ops, "blocks": len(list(k.body.blocks)),
-            "steps": run_simt(simt_module, launch).stats["exec_steps"],
+    return {"integer_ops": expanded - ops, "blocks": blocks, "steps": steps,
             "layers": program.limit("layers"),
             "neurons": sum(o.neuron_count() for o in rows),
             "coordinates": coordinates_used(program)}

@@ -200,8 +200,7 @@ def sub(o: IntOps, a, b, mode: str = "rn", ftz: bool = False, sat: bool = False)
 
 class Normalised:
     """A float's significand with its leading one at bit 31 (`sig`; 0 for a
-    zero) and `exp` such that its value is sig · 2^(exp − 150 − 8)...
-    precisely: value = sig · 2^(exp − 158)."""
+    zero) and `exp` such that its value is sig · 2^(exp − 158)."""
 
     def __init__(self, o: IntOps, x):
         f = Fields(o, x)
