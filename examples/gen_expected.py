@@ -1018,6 +1018,42 @@ def run_length(L, ws, a, vals, lens, nruns):
                 lens[incl[T] - 1] = start[incl[T]] - T
 
 
+
+def half_bits_to_f32(bits):
+    return np.array([bits], dtype=np.uint16).view(np.float16).astype(np.float32)[0]
+
+
+def f32_to_half_bits(x):
+    """__float2half: round to nearest even, too large to infinity."""
+    with np.errstate(over="ignore"):
+        return int(np.array([x], dtype=np.float32).astype(np.float16).view(np.uint16)[0])
+
+
+def bf16_to_f32(bits):
+    return np.array([bits << 16], dtype=np.uint32).view(np.float32)[0]
+
+
+def f32_to_bf16_bits(x):
+    """__float2bfloat16: round to nearest even on the top 16 bits; NaN 0x7FFF."""
+    bits = int(np.array([x], dtype=np.float32).view(np.uint32)[0])
+    if math.isnan(float(x)):
+        return 0x7FFF
+    return (bits + 0x7FFF + (bits >> 16 & 1)) >> 16
+
+
+@kernel()
+def half_mix(L, ws, h, b, n, hout, bout, mean, rounded, scaled, length):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i >= length:
+            continue
+        x, y = half_bits_to_f32(h[i]), bf16_to_f32(b[i])
+        hout[i] = f32_to_half_bits(fma_f32(x, y, f32(0.25)))      # contracted: fma.rn.f32
+        bout[i] = f32_to_bf16_bits(checked("-", x, y))
+        mean[i] = checked("/", checked("+", x, y), round_f32(Fraction(n[i])))
+        rounded[i] = round(float(checked("*", x, f32(1000.0))))   # llrintf: ties to even
+        scaled[i] = int(float(checked("*", abs(y), f32(4096.0))))
+
 # ---------------------------------------------------------------------------
 
 

@@ -28,7 +28,7 @@ from xdsl.utils.exceptions import ArgSpecParseError
 
 from qgc.diagnostics import QgcError
 from qgc.passes import get_all_passes
-from qgc.protocol import BANK_WORDS
+from qgc.protocol import BANK_WORDS, BLOCK_BITS
 from qgc.timing import NoTiming, Timing
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def _stage_passes(name: str) -> Passes:
         _new("simt-cse"),
         _new("simt-layout-memory"),
         _new("simt-allocate-registers", regs=15, preds=8),
-        _new("simt-form-blocks", max_ops=16, max_blocks=64),
+        _new("simt-form-blocks", max_ops=16, max_blocks=1 << BLOCK_BITS),
     )
     if not tensor:
         return ptx + machine

@@ -51,7 +51,7 @@ from xdsl.ir import Attribute
 #: record: it counts incompatible changes of what a file's layers and GPU rows
 #: mean to a host. The "version 3" of docs/machine.md and README.md counts
 #: revisions of the token layout's design, not a number any file carries.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 KINDS = ("A", "D", "EXEC", "END", "TRAP")
 #: Bits of a record address: 512 word-memory addresses, 128 launch-area
@@ -67,8 +67,8 @@ MAX_MEMORY_WORDS = BANK_WORDS << MAX_BANK_BITS
 #: Registers a lane may have at this level (keys warp + 8·register stay
 #: below the memory head's reserved slot 127).
 MAX_REGISTERS = 15
-#: Bits of a block number (`max-blocks` ≤ 64).
-BLOCK_BITS = 6
+#: Bits of a block number (`max-blocks` ≤ 256): a lane's byte of the `lanes` word.
+BLOCK_BITS = 8
 BYTES = 4
 LANES = 4
 LANE_BITS = 2
@@ -94,10 +94,11 @@ class LaunchArea:
 
     STRIDE = 16
     FIELDS = ("ctaid", "ntid", "nctaid", "tid.x", "tid.y", "tid.z", "lanes", "preds",
-              "shared", "spill", "absent", "window", "warp")
-    #: Bits of a lane's byte in the `lanes` word: its next block relative to
-    #: the warp's (XOR), exited, waiting at a barrier.
-    EXITED, WAITING = 6, 7
+              "shared", "spill", "absent", "window", "warp", "flags")
+    #: A lane's byte in the `lanes` word is its next block relative to the
+    #: warp's (XOR); these are the bits of its byte in the `flags` word:
+    #: exited, waiting at a barrier.
+    EXITED, WAITING = 0, 1
 
     @classmethod
     def slot(cls, warp: int, field: str) -> int:

@@ -9,7 +9,6 @@ register's declared width (a predicate holds a bool); f32 is its IEEE pattern.
 
 from __future__ import annotations
 
-import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from qgc.diagnostics import QgcError, with_snippet
 from qgc.dialects import ptx
 from qgc.dialects.ptx import Addr, Imm, Reg, Sym
+from qgc.machine.softfloat import to_f16 as f32_to_f16
 from qgc.runtime import float32 as F
 from qgc.runtime.memory import Layout
 
@@ -339,17 +339,3 @@ def float_imm(operand: Imm, t: str) -> int:
     return value
 
 
-def f32_to_f16(bits: int) -> int:
-    """f32 → f16, round to nearest even (overflow → inf, NaN → canonical)."""
-    x = F.to_float(bits)
-    if math.isnan(x):
-        return 0x7FFF
-    try:
-        return struct.unpack("<H", struct.pack("<e", x))[0]
-    except OverflowError:
-        return 0x7C00 if x > 0 else 0xFC00
-
-
-def f16_to_f32(bits: int) -> int:
-    x = struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
-    return F.CANONICAL_NAN if math.isnan(x) else F.from_float(x)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from qgc.machine.softfloat import from_f16 as f16_to_f32
+from qgc.machine.softfloat import to_f16 as f32_to_f16
 from qgc.runtime import float32 as F
 from qgc.runtime.float32 import minmax_bits
 from qgc.runtime.ref_decode import (
@@ -14,8 +16,6 @@ from qgc.runtime.ref_decode import (
     INT_TYPES,
     ROUNDINGS,
     Ctx,
-    f16_to_f32,
-    f32_to_f16,
     is_signed,
     mask,
     op,

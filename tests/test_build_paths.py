@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 from conftest import EXAMPLES, small_base_config  # noqa: E402
 from qgc.cli import main  # noqa: E402
 from qgc.diagnostics import QgcError  # noqa: E402
+from qgc.protocol import PROTOCOL_VERSION  # noqa: E402
 from qgc.runtime.checkpoint import describe_layers  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("two_torch_threads")
@@ -183,7 +184,7 @@ def test_a_failed_write_names_the_path_and_leaves_nothing(layers, tmp_path, monk
 
 @pytest.mark.parametrize("damage", [
     {"qgc.json": b"{not json"}, {"qgc.json": b"[]"},
-    {"qgc.json": json.dumps({"protocol_version": 1, "mem_words": -5}).encode()},
+    {"qgc.json": json.dumps({"protocol_version": PROTOCOL_VERSION, "mem_words": -5}).encode()},
     {"model.safetensors": b"\x10\x00\x00\x00\x00\x00\x00\x00{}"},
 ])
 def test_a_damaged_build_is_not_a_qgc_build(built, tmp_path, capsys, damage):

@@ -179,6 +179,8 @@ def test_a_layers_file_for_another_base_is_refused(layers_file, tmp_path, capsys
 
 def test_a_layers_file_of_another_protocol_is_refused(layers_file, tmp_path, capsys):
     from safetensors import safe_open
+
+    from qgc.protocol import PROTOCOL_VERSION
     from safetensors.numpy import load_file, save_file
     with safe_open(str(layers_file), framework="np") as f:
         meta = f.metadata()
@@ -186,7 +188,7 @@ def test_a_layers_file_of_another_protocol_is_refused(layers_file, tmp_path, cap
     save_file(load_file(str(layers_file)), str(old), metadata=meta | {"protocol_version": "0"})
     status = main(["build", str(old), "-o", str(tmp_path / "out")])
     assert status == 2
-    assert "speaks token protocol version 0; this qgc speaks version 1" in \
+    assert f"speaks token protocol version 0; this qgc speaks version {PROTOCOL_VERSION}" in \
         capsys.readouterr().err
 
 

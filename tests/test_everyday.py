@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 from qgc.cli import main
@@ -237,6 +238,65 @@ LOCAL_ARRAY = HEADER + """
 }
 """
 
+RED = HEADER + """
+.visible .entry k(.param .u64 p_f, .param .u64 p_u, .param .f32 p_x)
+{
+	.reg .b32 %r<6>;
+	.reg .f32 %f<3>;
+	.reg .b64 %rd<8>;
+	.shared .align 4 .b8 s[8];
+	ld.param.u64 %rd1, [p_f];
+	ld.param.u64 %rd2, [p_u];
+	ld.param.f32 %f1, [p_x];
+	cvta.to.global.u64 %rd3, %rd1;
+	cvta.to.global.u64 %rd4, %rd2;
+	mov.u32 %r1, %tid.x;
+	red.global.add.f32 [%rd3], %f1;
+	red.global.add.u32 [%rd4], %r1;
+	red.global.max.s32 [%rd4+4], %r1;
+	and.b32 %r2, %r1, 1;
+	shl.b32 %r3, %r2, 2;
+	mov.u32 %r4, s;
+	add.s32 %r5, %r4, %r3;
+	st.shared.f32 [%r5], 0f00000000;
+	bar.sync 0;
+	red.shared.add.f32 [%r5], %f1;
+	bar.sync 0;
+	ld.shared.f32 %f2, [%r5];
+	mul.wide.u32 %rd5, %r1, 4;
+	add.s64 %rd6, %rd3, %rd5;
+	st.global.f32 [%rd6+4], %f2;
+	ret;
+}
+"""
+
+TESTP_CLASSES = ("finite", "infinite", "number", "notanumber", "normal", "subnormal")
+TESTP = HEADER + """
+.visible .entry k(.param .u64 p_a, .param .u64 p_out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .f32 %f<2>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [p_a];
+    ld.param.u64 %rd2, [p_out];
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd6, %rd3, %rd5;
+    ld.global.f32 %f1, [%rd6];
+    mov.u32 %r2, 0;
+""" + "".join(f"""    testp.{c}.f32 %p1, %f1;
+    selp.u32 %r3, {1 << i}, 0, %p1;
+    or.b32 %r2, %r2, %r3;
+""" for i, c in enumerate(TESTP_CLASSES)) + """    add.s64 %rd7, %rd4, %rd5;
+    st.global.u32 [%rd7], %r2;
+    ret;
+}
+"""
+
+
 def _run(tmp_path, text: str, launch: dict, engine: str, capsys) -> tuple[int, str, str]:
     ptx, spec = tmp_path / "k.ptx", tmp_path / "k.json"
     ptx.write_text(text)
@@ -392,3 +452,38 @@ def test_a_located_pair_atomic(tmp_path, capsys, engine):
     assert status == 0, err
     assert json.loads(out)["buffers"] == [[5, -2, (1 << 40) - 1, -(1 << 40)],
                                           [5, -1, 1 << 40, -(1 << 40)]]
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+def test_red_is_an_atomic_whose_old_value_nothing_reads(tmp_path, capsys, engine):
+    """`red.{global,shared}.{add.f32,add.u32,max.s32}`: in lane order, f32
+    sums rounded after each lane."""
+    x = np.float32(0.1)
+    launch = {"grid": [1, 1, 1], "block": [4, 1, 1],
+              "args": [{"type": "f32*", "data": [0.5, 0, 0, 0, 0]},
+                       {"type": "u32*", "data": [10, 0]}, {"type": "f32", "value": float(x)}]}
+    status, out, err = _run(tmp_path, RED, launch, engine, capsys)
+    assert status == 0, err
+    total = np.float32(0.5)
+    for _ in range(4):
+        total = np.float32(total + x)
+    pair = np.float32(x + x)
+    assert json.loads(out)["buffers"][:2] == [[float(total)] + [float(pair)] * 4, [16, 3]]
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+def test_testp_classifies_every_special_class(tmp_path, capsys, engine):
+    words = [0, 0x80000000, 1, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF800000, 0x7F800000,
+             0x7FC00000, 0xFF800001, 0x3F800000, 0x80400000]
+    floats = np.array(words, dtype=np.uint32).view(np.float32)
+    with np.errstate(invalid="ignore"):
+        classes = [np.isfinite(floats), np.isinf(floats), ~np.isnan(floats), np.isnan(floats),
+                   np.isfinite(floats) & (np.abs(floats) >= np.finfo(np.float32).tiny),
+                   (floats != 0) & (np.abs(floats) < np.finfo(np.float32).tiny)]
+    want = [sum(int(c[i]) << k for k, c in enumerate(classes)) for i in range(len(words))]
+    launch = {"grid": [1, 1, 1], "block": [len(words), 1, 1],
+              "args": [{"type": "u32*", "data": words},
+                       {"type": "u32*", "data": [0] * len(words)}]}
+    status, out, err = _run(tmp_path, TESTP, launch, engine, capsys)
+    assert status == 0, err
+    assert json.loads(out)["buffers"][1] == want

@@ -186,3 +186,49 @@ def test_a_million_compares_and_conversions():
         a, b = _operand(rng), _operand(rng)
         _compare_and_pick(a, b, ftz)
         _conversions(a, rng.getrandbits(rng.randint(1, 32)), mode, ftz)
+
+
+# ------------------------------------------------------------ binary16
+
+def _numpy_to_f16(words: list[int]) -> list[int]:
+    """numpy's float32 → float16 (round to nearest even), NaN as PTX's 0x7FFF."""
+    np = pytest.importorskip("numpy")
+    floats = np.array(words, dtype=np.uint32).view(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        halves = floats.astype(np.float16).view(np.uint16)
+    return [0x7FFF if f != f else int(h) for f, h in zip(floats.tolist(), halves, strict=True)]
+
+
+def test_every_half_converts_to_its_float():
+    np = pytest.importorskip("numpy")
+    halves = np.arange(1 << 16, dtype=np.uint16)
+    widened = halves.view(np.float16).astype(np.float32).view(np.uint32).tolist()
+    for h, want in zip(halves.tolist(), widened, strict=True):
+        if h & 0x7C00 == 0x7C00 and h & 0x3FF:
+            want = F.CANONICAL_NAN
+        assert FP.from_f16(RUN, h) == want, hex(h)
+
+
+def _near_halves() -> list[int]:
+    """Floats around every binary16 boundary: ties, half-ulps either side,
+    the subnormal range, overflow to infinity, and the special classes."""
+    out = list(SPECIALS)
+    for field in range(98, 145):
+        for frac in (0, 0x1000, 0xFFF, 0x1001, 0x3000, 0x2000, 0x7FE000, 0x7FF000, 0x7FEFFF,
+                     0x7FFFFF, 0x400000):
+            out += [field << 23 | frac, FP.SIGN | field << 23 | frac]
+    return out
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+def test_floats_near_every_half_boundary_round_to_nearest_even(ftz):
+    words = _near_halves()
+    for a, want in zip(words, _numpy_to_f16([F.flush(w) if ftz else w for w in words]),
+                       strict=True):
+        assert FP.to_f16(RUN, a, ftz) == want, hex(a)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(OPERAND)
+def test_random_floats_to_half(a):
+    assert FP.to_f16(RUN, a) == _numpy_to_f16([a])[0]

@@ -32,7 +32,6 @@ from pathlib import Path
 
 import pytest
 from test_simt import WARP4_OWN_ANSWER, accepted_cases
-from test_tensor_kernels import BEYOND_THE_MACHINE
 
 from conftest import EXAMPLES, SHARED_KERNELS, shared_params, small_base_config
 from qgc.runtime.launch import load_launch
@@ -92,7 +91,7 @@ class Case:
 
     @property
     def is_float(self) -> bool:
-        return self.name.endswith(("_f", "_f32")) or self.name == "float_ops"
+        return self.name.endswith(("_f", "_f32")) or self.name in ("float_ops", "half_mix")
 
     @property
     def hidden(self) -> int:
@@ -137,8 +136,6 @@ def cases() -> list[Case]:
         out.append(Case(name, compiler, EXAMPLES / name / f"{name}{suffix}", launch, None))
     for spec in sorted(SHARED_KERNELS.glob("*.json")):
         info = json.loads(spec.read_text())
-        if spec.stem in BEYOND_THE_MACHINE:
-            continue
         launch = load_launch(info, spec.name)
         for compiler, suffix in COMPILERS:
             out.append(Case(spec.stem, compiler, SHARED_KERNELS / f"{spec.stem}{suffix}",

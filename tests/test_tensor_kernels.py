@@ -35,10 +35,6 @@ IN_CI = {("branchy", "nvcc"), ("reduce_shared", "nvcc"), ("reverse_dynshared", "
          ("floyd_step_i", "nvcc"), ("transpose_tiled_i", "nvcc"),
          ("atomic64_cas_exch", "nvcc"), ("shared_s16", "nvcc"), ("pointer_select", "nvcc"),
          ("saxpy_f32", "nvcc")}
-#: suite kernels the tensor level cannot hold: fastmath_f's five `.approx`
-#: algorithms expand into 123 machine blocks, the machine numbers 64
-#: (`test_a_kernel_past_the_block_limit_is_refused_with_the_count`)
-BEYOND_THE_MACHINE = {"fastmath_f"}
 COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))
 
 
@@ -49,8 +45,6 @@ def _cases():
         yield name, compiler, d / f"{name}{suffix}", load_launch(d / "launch.json"), expected
     for spec in sorted(SHARED_KERNELS.glob("*.json")):
         info = json.loads(spec.read_text())
-        if spec.stem in BEYOND_THE_MACHINE:
-            continue
         for compiler, suffix in COMPILERS:
             yield spec.stem, compiler, SHARED_KERNELS / f"{spec.stem}{suffix}", \
                 load_launch(info, spec.name), None

@@ -341,17 +341,19 @@ def test_overwrites_must_be_output_coordinates():
 
 @needs_shared_kernels
 def test_a_stalled_schedule_bursts(monkeypatch):
-    """dot_ll_sizet (clang) stalls with its live bits at the budget, a unit
-    every few halves; the burst budget takes the units that add the fewest
-    bits at once and keeps it within the layer goal."""
+    """transpose_tiled_i (nvcc) overflows the hidden size with a margin of
+    150 (its live bits stall at the budget, a unit every few halves, and the
+    allocator runs out of slack); the burst budget takes the units that add
+    the fewest bits at once: it fits with the same margin, within the layer
+    goal and in no more layers than a margin of 300 gives."""
     import qgc.passes.tensor_schedule_layers as S
     from qgc import driver
     from qgc.pipeline import stage, up_to
     from qgc.runtime.launch import load_launch
 
-    ctx, module = driver.load(str(SHARED_KERNELS / "dot_ll_sizet.clang.ptx"))
+    ctx, module = driver.load(str(SHARED_KERNELS / "transpose_tiled_i.ptx"))
     driver.apply_for_launch(ctx, module, up_to(stage("tensor"), "tensor-schedule-layers"),
-                            load_launch(SHARED_KERNELS / "dot_ll_sizet.json"))
+                            load_launch(SHARED_KERNELS / "transpose_tiled_i.json"))
     (program,) = T.programs_of(module)
 
     def layers_with(budget) -> int | None:
@@ -364,10 +366,10 @@ def test_a_stalled_schedule_bursts(monkeypatch):
         program.verify()
         return program.limit("layers")
 
-    for margin in (150, 300):
-        assert layers_with(S._Budget(margin)) in (None, *range(S.LAYER_GOAL + 1, 1000))
-    assert layers_with(S._Budget(150, burst=True)) <= S.LAYER_GOAL
-
+    assert layers_with(S._Budget(150)) is None
+    wider = layers_with(S._Budget(300))
+    assert wider is not None
+    assert layers_with(S._Budget(150, burst=True)) <= min(wider, S.LAYER_GOAL)
 
 
 TWO_PRODUCTS = """.version 8.0

@@ -27,7 +27,7 @@ from qgc.runtime.layers_file import DENSE_BYTES, SPARSE_BYTES, read_layers
 
 KERNEL = """
 builtin.module {
-  simt.kernel @k(ptr a) lanes 4 mem_words 127 max_blocks 64 max_ops 16 regs 15 preds 8 {
+  simt.kernel @k(ptr a) lanes 4 mem_words 127 max_blocks 256 max_ops 16 regs 15 preds 8 {
     simt.ld r0, param[0]
     simt.ld r1, global[r0 + 0] buffer 0
     simt.st global[r0 + 1], r1 buffer 0

@@ -12,7 +12,7 @@ DEFAULT_PREDS = 8
 DEFAULT_MEM_WORDS = 1024
 #: Blocks per kernel: the published design had 32; the largest kernel of the
 #: suites takes 23, and the token vocabulary grows with the blocks a kernel uses.
-DEFAULT_MAX_BLOCKS = 64
+DEFAULT_MAX_BLOCKS = 256
 DEFAULT_MAX_OPS = 16
 
 #: ALU opcodes, setp conditions, predicate logic and atomic operations: the

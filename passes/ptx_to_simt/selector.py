@@ -187,6 +187,16 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, SubwordOps, W
             op.location = inst.location
         return ops
 
+    def red_as_atom(self, inst: ptx.InstOp) -> ptx.InstOp:
+        """`red.OP.T [a], b` is `atom.OP.T d, [a], b` whose old value `d`
+        (a register of its own, never read) nothing reads."""
+        name = f"%red.{len(self.reg_types)}"
+        self.reg_types[name] = inst.op.type or "b32"
+        atom = ptx.InstOp("atom" + inst.opcode.data[len("red"):],
+                          [name, *(a.data for a in inst.args.data)])
+        atom.location = inst.location
+        return atom
+
     def _select(self, inst: ptx.InstOp) -> list[Operation]:
         opc = inst.op
         base, t, mods = opc.base, opc.type, opc.modifiers
@@ -194,6 +204,8 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, SubwordOps, W
         guard = self.guard(inst)
         if base in ("ld", "st", "atom"):
             return self.memory(inst, guard)
+        if base == "red":
+            return self.memory(self.red_as_atom(inst), guard)
         if base in ("membar", "fence") or is_warp_sync(inst):
             return self.ordering(inst)
         if base == "cvta":
@@ -205,6 +217,10 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, SubwordOps, W
             return self.view(inst, guard, src)
         if base == "cvt" and "f32" in opc.types and set(opc.types) <= {"f32", "s32", "u32"}:
             return self.cvt_f32(inst, guard)
+        if base == "cvt" and "f16" in opc.types:
+            return self.cvt_f16(inst, guard)
+        if base == "cvt" and "f32" in opc.types and set(opc.types) & {"s64", "u64"}:
+            return self.cvt_f32_wide(inst, guard)
         if base == "cvt" and len(opc.types) == 2 and opc.types[0] in INT32 and \
                 opc.types[1] in WIDE and not mods:
             return self.narrow(inst, guard)
@@ -213,6 +229,10 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, SubwordOps, W
             return self.subword(inst, guard)
         if base == "setp":
             return self.setp(inst, guard)
+        if base == "testp":
+            return self.testp(inst, guard)
+        if base == "mov" and any(isinstance(a, ptx.Vec) for a in args):
+            return self.vector_mov(inst, guard)
         if t in WIDE or (base == "mul" and "wide" in mods) or \
                 (base == "cvt" and opc.types and opc.types[0] in WIDE):
             return self.wide_op(inst, guard)

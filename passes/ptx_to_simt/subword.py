@@ -68,6 +68,42 @@ class SubwordOps:
         self.put_sub(inst, e, args[0], t, value, t if machine in _FITS else None)
         return e.ops
 
+    def vector_mov(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """`mov.b32 d, {a, b}` / `mov.b32 {a, b}, s` (halves or bytes, low
+        first) and `mov.b64 d, {lo, hi}` / `mov.b64 {lo, hi}, s`: a pack is
+        shifts and ors, an unpack shifts and masks; `_` skips an element."""
+        dst, src = inst.operands_decoded
+        bits = ptx.TYPE_BITS.get(inst.op.type or "", 0)
+        vec = src if isinstance(src, ptx.Vec) else dst
+        if inst.op.modifiers or bits not in (32, 64) or not isinstance(vec, ptx.Vec) or \
+                isinstance(src, ptx.Vec) == isinstance(dst, ptx.Vec) or bits % len(vec.items):
+            raise unsupported(inst, inst.opcode.data)
+        width = bits // len(vec.items)
+        e = self.emitter(guard, dst.name if bits == 64 and isinstance(dst, ptx.Reg) else None)
+        items = [(i, x) for i, x in enumerate(vec.items) if not isinstance(x, ptx.Sym)]
+        if bits == 64:
+            if width != 32:
+                raise unsupported(inst, inst.opcode.data)
+            if vec is src:
+                pair = tuple(self.src32(inst, x, e.ops) if not isinstance(x, ptx.Sym) else 0
+                             for x in src.items)
+                return self.set_int(inst, e, pair)
+            words = self.pair_of(inst, e, src)
+            for i, x in items:
+                e.assign(self.dst32(inst, x), words[i])
+            return e.ops
+        if vec is src:
+            value: lg.Src = 0
+            for i, x in items:
+                part = self.get_sub(inst, e, x, f"b{width}", False)
+                value = e.alu("or", [value, e.alu("shl", [part, width * i])])
+            e.assign(self.dst32(inst, dst), value)
+            return e.ops
+        word = self.src32(inst, src, e.ops)
+        for i, x in items:
+            self.put_sub(inst, e, x, f"b{width}", e.alu("shr.u", [word, width * i]), None)
+        return e.ops
+
     def get_sub(self, inst: ptx.InstOp, e: Emitter, operand: ptx.Operand, t: str,
                 signed: bool) -> lg.Src:
         """A source read as a `t`-wide value, sign-extended to 32 bits if asked."""

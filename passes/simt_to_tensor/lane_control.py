@@ -10,29 +10,30 @@ from qgc.passes.simt_to_tensor.step_values import END_BITS, LA, BlockResult, Con
 
 
 class LaneControl:
-    """The `lanes` word in, each lane's next block and the new words out."""
+    """The `lanes` and `flags` words in, each lane's next block and the new
+    words out."""
 
     def control(self) -> Control:
         """Which lanes run: waiting at the EXEC's block, not exited, not held
         at a barrier (an `EXEC` of a warp whose live lanes all wait is the
         host's release)."""
-        word = self.launch_word("lanes")
+        word, flags = self.launch_word("lanes"), self.launch_word("flags")
         lanes = range(simt.LANES)
         rel = [self.b.slice(word, 8 * ln, 8 * ln + P.BLOCK_BITS) for ln in lanes]
-        exited = [self.b.slice(word, 8 * ln + LA.EXITED, 8 * ln + LA.EXITED + 1) for ln in lanes]
-        wait = [self.b.slice(word, 8 * ln + LA.WAITING, 8 * ln + LA.WAITING + 1) for ln in lanes]
+        exited = [self.b.slice(flags, 8 * ln + LA.EXITED, 8 * ln + LA.EXITED + 1) for ln in lanes]
+        wait = [self.b.slice(flags, 8 * ln + LA.WAITING, 8 * ln + LA.WAITING + 1) for ln in lanes]
         here = [self.none_of(self.bits_of(rel[ln]) + [exited[ln]]) for ln in lanes]
         all_wait = self.gate(wait + exited, need=simt.LANES)
         active = [self.b.threshold([here[ln], wait[ln], all_wait],
                                    [({0: 2, 1: -1, 2: 1}, 2)]) for ln in lanes]
         held = [self.gate([wait[ln]], [all_wait]) for ln in lanes]
         pc = [self.alu.xor(rel[ln], self.inp["exec_b_bits"]) for ln in lanes]
-        return Control(active, pc, exited, held, word)
+        return Control(active, pc, exited, held, word, flags)
 
     def next_state(self, ctl: Control, results: list[BlockResult]) -> list[Record]:
         """Each lane's next block; the warp's next block by min-PC (or a
-        barrier wait when every live lane waits); the new `lanes` word and,
-        if the executing block changed them, the `preds` word."""
+        barrier wait when every live lane waits); the new `lanes` and `flags`
+        words and, if the executing block changed them, the `preds` word."""
         b, N, lanes = self.b, len(self.blocks), range(simt.LANES)
         targets = [self.by_block([r.target[ln] for r in results]) for ln in lanes]
         new_pc, new_exit, new_wait = [], [], []
@@ -71,11 +72,12 @@ class LaneControl:
         nb = b.threshold(sel, [({n: 1 for n in range(N) if n >> i & 1}, 1)
                                for i in range(P.BLOCK_BITS)])
         self.end_row = b.concat([nb, exited_all, bar])
-        words = [b.concat([self.alu.xor(new_pc[ln], nb), new_exit[ln], waiting[ln]])
-                 for ln in lanes]
-        lanes_word = b.concat(words)
-        changed = self.any_of(self.bits_of(self.alu.xor(lanes_word, ctl.lanes_word)))
-        out = [Record(self.gate([changed], [exited_all]), self.warp_slot("lanes"), lanes_word)]
+        lanes_word = b.concat([self.alu.xor(new_pc[ln], nb) for ln in lanes])
+        flags_word = b.concat([b.concat([new_exit[ln], waiting[ln], self.const(0, 6)])
+                               for ln in lanes])
+        out = [Record(self.gate([self.differs(new, old)], [exited_all]), self.warp_slot(name), new)
+               for name, new, old in (("lanes", lanes_word, ctl.lanes_word),
+                                      ("flags", flags_word, ctl.flags_word))]
         preds = [r.preds for r in results]
         if any(p is not None for p in preds):
             old = self.launch_word("preds")
@@ -83,3 +85,6 @@ class LaneControl:
             valid = self.by_block([self.const(int(p is not None), 1) for p in preds])
             out.insert(0, Record(valid, self.warp_slot("preds"), word))
         return out
+
+    def differs(self, new: SSAValue, old: SSAValue) -> SSAValue:
+        return self.any_of(self.bits_of(self.alu.xor(new, old)))

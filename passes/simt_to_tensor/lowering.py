@@ -89,7 +89,7 @@ class Lowering(Gates, StateHeads, Registers, Blocks, LaneControl, WarpOps,
         writes = sum(simt.LANES * (1 + (isinstance(op, simt.AtomOp) and op.is_pair))
                      for op in block.ops if isinstance(op, simt.StOp | simt.AtomOp))
         regs = len(self.written_live_out(block))
-        return writes + simt.LANES * regs + 2     # + the preds and lanes words
+        return writes + simt.LANES * regs + 3     # + the preds, lanes and flags words
 
     def written_live_out(self, block: Block) -> list[simt.RegAttr]:
         written = {d for op in block.ops if isinstance(op, simt.MachineOp) for d in op.defs()}

@@ -61,10 +61,11 @@ class Control:
     """Per-lane control of the executing block."""
 
     active: list[SSAValue]         # the lane runs this step
-    pc: list[SSAValue]             # its next block before the step (6 bits)
+    pc: list[SSAValue]             # its next block before the step (BLOCK_BITS)
     exited: list[SSAValue]
     wait: list[SSAValue]           # still held at a barrier after this step
     lanes_word: SSAValue
+    flags_word: SSAValue
 
 
 @dataclass

@@ -460,6 +460,38 @@ def round_integral(o: IntOps, a, mode: str, ftz: bool = False, sat: bool = False
     return finish(o, o.select(CANONICAL_NAN, out, o.setp("gt.u", f.mag, INF)), ftz, sat)
 
 
+def to_f16(o: IntOps, a, ftz: bool = False):
+    """`cvt.rn{.ftz}.f16.f32`: the significand shifted right by 13 (more
+    below 2^-14) with the round-to-even increment, added to the binary16
+    exponent field so that a carry renormalises; at or past 0x7C00
+    infinity; NaN 0x7FFF."""
+    if ftz:
+        a = flush_in(o, a)
+    f = Fields(o, a)
+    shift = o.min_s(o.max_s(o.sub(126, f.exp), 13), 25)
+    half_less = o.sub(o.shl(1, o.sub(shift, 1)), 1)
+    inc = o.add(half_less, o.and_(o.shr(f.sig, shift), 1))
+    kept = o.shr(o.add(f.sig, inc), shift)
+    out = o.min_u(o.add(o.shl(o.max_s(o.sub(f.exp, 113), 0), 10), kept), 0x7C00)
+    out = o.or_(out, o.shr(o.and_(a, SIGN), 16))
+    return o.select(0x7FFF, out, o.setp("gt.u", f.mag, INF))
+
+
+def from_f16(o: IntOps, h):
+    """`cvt.f32.f16`: exact; the exponent rebiased, a subnormal normalised
+    with clz; NaN canonical."""
+    mag = o.and_(h, 0x7FFF)
+    normal = o.add(o.shl(mag, 13), 112 << 23)
+    lead = o.clz(mag)
+    # mag · 2^-24 with its leading one moved to the hidden bit: the field
+    # 134 − lead, less the hidden bit the shifted significand adds
+    tiny = o.add(o.shl(o.sub(133, lead), 23), o.shl(mag, o.sub(lead, 8)))
+    out = o.select(o.select(0, tiny, o.setp("eq", mag, 0)), normal, o.setp("lt.u", mag, 0x400))
+    out = o.select(INF, out, o.setp("ge.u", mag, 0x7C00))
+    out = o.or_(out, o.shl(o.and_(h, 0x8000), 16))
+    return o.select(CANONICAL_NAN, out, o.setp("gt.u", mag, 0x7C00))
+
+
 # ------------------------------------------------------------------ division, root
 
 def _quotient_bit(o: IntOps, r, q, d):

@@ -339,8 +339,9 @@ def _sign_opcodes() -> list[AluOpcode]:
 
 
 def _convert_opcodes() -> list[AluOpcode]:
-    """cvt between f32 and s32/u32 (every rounding, `.sat`, `.ftz`), and
-    f32 to an integral f32. Selection names them (`cvt` has two types)."""
+    """cvt between f32 and s32/u32 (every rounding, `.sat`, `.ftz`), f32 to
+    an integral f32, and f16 to and from f32. Selection names them (`cvt`
+    has two types)."""
     out = []
     for it in ("s32", "u32"):
         signed_ = it == "s32"
@@ -371,6 +372,13 @@ def _convert_opcodes() -> list[AluOpcode]:
                 ".".join(("cvt", mode + "i", *flags, "f32", "f32")),
                 lambda a, m=mode, f=f, s=s: _sat(sf.round_integral(a, m, f), s), None, ONE,
                 expand=lambda o, a, m=mode, f=f, s=s: fp.round_integral(o, a, m, f, s)))
+    out.append(AluOpcode("cvt.f32.f16", lambda a: sf.from_f16(a & 0xFFFF), None, ONE,
+                         expand=fp.from_f16))
+    for flags in _flags("ftz"):
+        f = bool(flags)
+        out.append(AluOpcode(".".join(("cvt", "rn", *flags, "f16", "f32")),
+                             lambda a, f=f: sf.to_f16(a, f), None, ONE,
+                             expand=lambda o, a, f=f: fp.to_f16(o, a, f)))
     return out
 
 

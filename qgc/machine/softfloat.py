@@ -339,3 +339,36 @@ def minmax(a: int, b: int, pick_max: bool, ftz: bool = False, keep_nan: bool = F
         return b if is_nan(a) else a
     first = _key(a) < _key(b) or _key(a) == _key(b) and a & SIGN != 0
     return (b if first else a) if pick_max else (a if first else b)
+
+
+# ------------------------------------------------------------------ binary16
+
+F16_NAN = 0x7FFF
+F16_INF = 0x7C00
+
+
+def to_f16(bits: int, ftz: bool = False) -> int:
+    """`cvt.rn{.ftz}.f16.f32`: the nearest binary16, ties to even; too large
+    is infinity, NaN the canonical 0x7FFF."""
+    x = unpack(bits, ftz)
+    sign = x.sign << 15
+    if x.kind == "nan":
+        return F16_NAN
+    if x.kind != "finite":
+        return sign | (F16_INF if x.kind == "inf" else 0)
+    # keep 11 bits (fewer below 2^-14: the subnormal quantum is 2^-24)
+    shift = min(max(126 - x.exp, 13), 25)
+    kept, rest = x.sig >> shift, x.sig & ((1 << shift) - 1)
+    kept += round_up(kept, rest, 1 << (shift - 1), 0, "rn")
+    # the hidden bit, once there, carries into the exponent field
+    return sign | min((max(x.exp - 113, 0) << 10) + kept, F16_INF)
+
+
+def from_f16(half: int) -> int:
+    """`cvt.f32.f16`: exact; NaN becomes the canonical NaN."""
+    sign, field, frac = half >> 15 & 1, half >> 10 & 0x1F, half & 0x3FF
+    if field == 0x1F:
+        return CANONICAL_NAN if frac else sign << 31 | INF
+    if field == 0:
+        return sign << 31 if frac == 0 else round_pack(sign, frac, 126, "rn")
+    return sign << 31 | (field + 112) << 23 | frac << 13

@@ -10,7 +10,7 @@
 // RUN: sed 's/mem_words 254/mem_words 2033/' %s | not qgc-opt -p convert-simt-to-tensor 2>&1 | filecheck %s --check-prefix=TOO-BIG
 
 builtin.module {
-  simt.kernel @k(ptr a) lanes 4 mem_words 254 max_blocks 64 max_ops 16 regs 15 preds 8 {
+  simt.kernel @k(ptr a) lanes 4 mem_words 254 max_blocks 256 max_ops 16 regs 15 preds 8 {
     simt.ld r0, param[0]
     simt.ld r1, global[r0 + 0] buffer 0
     simt.st global[r0 + 1], r1 buffer 0
@@ -19,12 +19,12 @@ builtin.module {
 }
 
 // CHECK:      tensor.program @k_step
-// CHECK:        tensor.memory @mem_1_b0 slots 127 width 32
-// CHECK-NEXT:   tensor.kv_write @mem_1_b0[binary %[[KEY:.*]]], %{{.*}} if %[[BANK0:[^ ]*]] :
-// CHECK-NEXT:   %{{.*}} = tensor.kv_read @mem_1_b0[binary %{{.*}}] : !tensor.bits<7> -> !tensor.bits<32>
-// CHECK:        tensor.memory @mem_2_b1 slots 127 width 32
-// CHECK-NEXT:   tensor.kv_write @mem_2_b1[binary %[[KEY]]], %{{.*}} if %[[BANK1:[^ ]*]] :
-// CHECK-NEXT:   %{{.*}} = tensor.kv_read @mem_2_b1[binary %{{.*}}] : !tensor.bits<7> -> !tensor.bits<32>
+// CHECK:        tensor.memory @[[M0:mem_[0-9]+_b0]] slots 127 width 32
+// CHECK-NEXT:   tensor.kv_write @[[M0]][binary %[[KEY:.*]]], %{{.*}} if %[[BANK0:[^ ]*]] :
+// CHECK-NEXT:   %{{.*}} = tensor.kv_read @[[M0]][binary %{{.*}}] : !tensor.bits<7> -> !tensor.bits<32>
+// CHECK:        tensor.memory @[[M1:mem_[0-9]+_b1]] slots 127 width 32
+// CHECK-NEXT:   tensor.kv_write @[[M1]][binary %[[KEY]]], %{{.*}} if %[[BANK1:[^ ]*]] :
+// CHECK-NEXT:   %{{.*}} = tensor.kv_read @[[M1]][binary %{{.*}}] : !tensor.bits<7> -> !tensor.bits<32>
 // CHECK:        %[[R0:.*]] = tensor.kv_read @mem_{{[0-9]+}}_b0[binary %[[ROW:.*]]] if %{{.*}} :
 // CHECK:        %[[R1:.*]] = tensor.kv_read @mem_{{[0-9]+}}_b1[binary %[[ROW]]] if %{{.*}} :
 // CHECK-NEXT:   tensor.merge %[[R0]], %[[R1]] : !tensor.bits<32>, !tensor.bits<32> -> !tensor.bits<32>

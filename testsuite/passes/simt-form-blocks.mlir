@@ -20,7 +20,7 @@ builtin.module {
   }
 }
 
-// CHECK:      simt.kernel @k(ptr a) lanes 4 mem_words 128 max_blocks 64 max_ops 2 {
+// CHECK:      simt.kernel @k(ptr a) lanes 4 mem_words 128 max_blocks 256 max_ops 2 {
 // CHECK-NEXT:   simt.ld v0, param[0]
 // CHECK-NEXT:   simt.special v1, "tid.x"
 // CHECK-NEXT:   simt.next ^bb1
