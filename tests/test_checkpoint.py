@@ -179,9 +179,9 @@ def test_a_layers_file_for_another_base_is_refused(layers_file, tmp_path, capsys
 
 def test_a_layers_file_of_another_protocol_is_refused(layers_file, tmp_path, capsys):
     from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
 
     from qgc.protocol import PROTOCOL_VERSION
-    from safetensors.numpy import load_file, save_file
     with safe_open(str(layers_file), framework="np") as f:
         meta = f.metadata()
     old = tmp_path / "old.safetensors"

@@ -296,6 +296,29 @@ TESTP = HEADER + """
 }
 """
 
+PACK = HEADER + """
+.visible .entry k(.param .u64 k_param_0)
+{
+    .reg .b8 %rc<5>;
+    .reg .b16 %rs<3>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    mov.b32 {%rs1, %rs2}, %r2;
+    mov.b32 {%rc1, _, %rc3, %rc4}, %r2;
+    mov.b32 %r3, {%rs2, %rs1};
+    mov.b32 %r4, {%rc4, %rc3, 0, %rc1};
+    xor.b32 %r5, %r3, %r4;
+    st.global.u32 [%rd4], %r5;
+    ret;
+}
+"""
+
 
 def _run(tmp_path, text: str, launch: dict, engine: str, capsys) -> tuple[int, str, str]:
     ptx, spec = tmp_path / "k.ptx", tmp_path / "k.json"
@@ -487,3 +510,14 @@ def test_testp_classifies_every_special_class(tmp_path, capsys, engine):
     status, out, err = _run(tmp_path, TESTP, launch, engine, capsys)
     assert status == 0, err
     assert json.loads(out)["buffers"][1] == want
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+def test_vector_moves_pack_and_unpack_halves_and_bytes(tmp_path, capsys, engine):
+    words = [0x11223344, 0xDEADBEEF, 0x80007FFF, 0]
+    launch = {"grid": [1, 1, 1], "block": [4, 1, 1], "args": [{"type": "u32*", "data": words}]}
+    status, out, err = _run(tmp_path, PACK, launch, engine, capsys)
+    assert status == 0, err
+    swapped = [(w >> 16 | w << 16) & 0xFFFF_FFFF for w in words]
+    reordered = [(w >> 24) | (w >> 16 & 0xFF) << 8 | (w & 0xFF) << 24 for w in words]
+    assert json.loads(out)["buffers"] == [[a ^ b for a, b in zip(swapped, reordered, strict=True)]]

@@ -231,7 +231,7 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, SubwordOps, W
             return self.setp(inst, guard)
         if base == "testp":
             return self.testp(inst, guard)
-        if base == "mov" and any(isinstance(a, ptx.Vec) for a in args):
+        if base == "mov" and t == "b32" and any(isinstance(a, ptx.Vec) for a in args):
             return self.vector_mov(inst, guard)
         if t in WIDE or (base == "mul" and "wide" in mods) or \
                 (base == "cvt" and opc.types and opc.types[0] in WIDE):

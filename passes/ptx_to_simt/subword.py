@@ -69,29 +69,18 @@ class SubwordOps:
         return e.ops
 
     def vector_mov(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
-        """`mov.b32 d, {a, b}` / `mov.b32 {a, b}, s` (halves or bytes, low
-        first) and `mov.b64 d, {lo, hi}` / `mov.b64 {lo, hi}, s`: a pack is
-        shifts and ors, an unpack shifts and masks; `_` skips an element."""
+        """`mov.b32 d, {a, b}` / `mov.b32 {a, b}, s`: halves or bytes, low
+        first, packed by shifts and ors, unpacked by shifts and masks; `_`
+        skips an element (`mov.b64`'s halves: `WideOps.halves`)."""
         dst, src = inst.operands_decoded
-        bits = ptx.TYPE_BITS.get(inst.op.type or "", 0)
         vec = src if isinstance(src, ptx.Vec) else dst
-        if inst.op.modifiers or bits not in (32, 64) or not isinstance(vec, ptx.Vec) or \
-                isinstance(src, ptx.Vec) == isinstance(dst, ptx.Vec) or bits % len(vec.items):
+        if inst.op.modifiers or inst.op.type != "b32" or not isinstance(vec, ptx.Vec) or \
+                isinstance(src, ptx.Vec) == isinstance(dst, ptx.Vec) or \
+                len(vec.items) not in (2, 4):
             raise unsupported(inst, inst.opcode.data)
-        width = bits // len(vec.items)
-        e = self.emitter(guard, dst.name if bits == 64 and isinstance(dst, ptx.Reg) else None)
+        width = 32 // len(vec.items)
+        e = Emitter(self.fresh, guard)
         items = [(i, x) for i, x in enumerate(vec.items) if not isinstance(x, ptx.Sym)]
-        if bits == 64:
-            if width != 32:
-                raise unsupported(inst, inst.opcode.data)
-            if vec is src:
-                pair = tuple(self.src32(inst, x, e.ops) if not isinstance(x, ptx.Sym) else 0
-                             for x in src.items)
-                return self.set_int(inst, e, pair)
-            words = self.pair_of(inst, e, src)
-            for i, x in items:
-                e.assign(self.dst32(inst, x), words[i])
-            return e.ops
         if vec is src:
             value: lg.Src = 0
             for i, x in items:

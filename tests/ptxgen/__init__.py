@@ -29,7 +29,8 @@ Families (FAMILIES):
           earlier ops again (commuted, or through a copy of a source)
   f32     straight-line f32: add sub mul (with and without .rn) fma.rn div.rn sqrt.rn
           abs neg min max setp(ordered, unordered, num, nan)+selp mov mov.b32(f32 bits)
-          cvt.rn.f32.s32 cvt.rzi.s32.f32, hex immediates 0fXXXXXXXX; x/x, x*inf, x+inf
+          cvt.rn.f32.s32 cvt.rzi.s32.f32 cvt.rn.f32.{s,u}64 cvt.rzi.{s,u}64.f32, testp+selp,
+          hex immediates 0fXXXXXXXX; x/x, x*inf, x+inf
           and sqrt(-x) make NaNs on purpose
   branch  divergent if/else (`@%p bra`, `@!%p bra`, `bra.uni`), bounded loops with
           data-dependent trip counts (<= 8), registers reassigned in branches and

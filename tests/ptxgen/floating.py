@@ -18,11 +18,12 @@ from ptxgen.common import (
     thread_ids,
     unread,
 )
-from ptxgen.records import FImm, GeneratedProgram, Kernel, Mem, Reg
+from ptxgen.records import FImm, GeneratedProgram, Imm, Kernel, Mem, Reg
 from ptxgen.values import INF_F32, data, f32_finite, f32_imm_bits, raw32
 
 # ========================================================== f32 instructions
 
+_TESTP = ("finite", "infinite", "number", "notanumber", "normal", "subnormal")
 _F32_CMPS = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu",
              "num", "nan")
 
@@ -164,6 +165,16 @@ def f_select(draw, k, pool):
     return _fresult(pool, dst, _is_dirty(pool, x) or _is_dirty(pool, y))
 
 
+def f_classify(draw, k, pool):
+    """testp of any value (NaNs too), selecting between two values."""
+    p = k.reg("pred")
+    k.emit("testp", draw(st.sampled_from(_TESTP)), "f32", p, _fany(draw, pool, imm=False))
+    x, y = _fany(draw, pool), _fany(draw, pool)
+    dst = k.reg("f32")
+    k.emit("selp", (), "f32", dst, x, y, p)
+    return _fresult(pool, dst, _is_dirty(pool, x) or _is_dirty(pool, y))
+
+
 def f_mov(draw, k, pool):
     dst = k.reg("f32")
     k.emit("mov", (), "f32", dst, FImm(draw(f32_finite())))
@@ -185,8 +196,36 @@ def f_to_int(draw, k, pool):
     return dst
 
 
+def f_from_wide(draw, k, pool):
+    """cvt.rn.f32.{s,u}64 of a 64-bit integer made from two words."""
+    if not pool.b32:
+        return f_absneg(draw, k, pool)
+    lo, hi, high, wide = k.reg("b64"), k.reg("b64"), k.reg("b64"), k.reg("b64")
+    k.emit("cvt", (), ("u64", "u32"), lo, pick(draw, pool.b32))
+    k.emit("cvt", (), ("u64", "u32"), hi, pick(draw, pool.b32))
+    shift = draw(st.sampled_from([0, 7, 31, 32]))
+    k.emit("shl", (), "b64", high, hi, Imm(shift, str(shift)))
+    k.emit("or", (), "b64", wide, high, lo)
+    dst = k.reg("f32")
+    k.emit("cvt", "rn", ("f32", draw(st.sampled_from(["s64", "u64"]))), dst, wide)
+    return _fresult(pool, dst, False)
+
+
+def f_to_wide(draw, k, pool):
+    """cvt.rzi.{s,u}64.f32, both words of the result kept."""
+    wide = k.reg("b64")
+    k.emit("cvt", "rzi", (draw(st.sampled_from(["s64", "u64"])), "f32"), wide,
+           _clean(draw, k, pool))
+    top, lo, hi = k.reg("b64"), k.reg("b32"), k.reg("b32")
+    k.emit("shr", (), "u64", top, wide, Imm(32, "32"))
+    k.emit("cvt", (), ("u32", "u64"), lo, wide)
+    k.emit("cvt", (), ("u32", "u64"), hi, top)
+    pool.b32 += [lo, hi]
+    return lo
+
+
 F32_OPS = (f_arith, f_arith, f_arith, f_fma, f_sqrt, f_invalid, f_absneg, f_minmax, f_minmax,
-           f_select, f_select, f_mov, f_from_int, f_to_int)
+           f_select, f_select, f_classify, f_mov, f_from_int, f_to_int, f_from_wide, f_to_wide)
 
 
 @st.composite

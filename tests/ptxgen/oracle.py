@@ -207,6 +207,14 @@ def _alu_setp(x, v):
     return _INT_CMP[cmp](a, b)
 
 
+def _alu_testp(x, v):
+    f = float(_f(v[0]))
+    finite = math.isfinite(f)
+    return {"finite": finite, "infinite": math.isinf(f), "number": not math.isnan(f),
+            "notanumber": math.isnan(f), "normal": finite and abs(f) >= 2.0 ** -126,
+            "subnormal": f != 0 and abs(f) < 2.0 ** -126}[x.mods[0]]
+
+
 def _alu_selp(x, v):
     return v[0] if v[2] else v[1]
 
@@ -241,7 +249,7 @@ _ALU = {
     "neg": _alu_neg, "abs": _alu_abs, "popc": _alu_popc, "clz": _alu_clz, "brev": _alu_brev,
     "shl": _alu_shift(True), "shr": _alu_shift(False),
     "min": _alu_minmax(True), "max": _alu_minmax(False), "sqrt": _alu_sqrt,
-    "setp": _alu_setp, "selp": _alu_selp, "mov": _alu_mov, "cvt": _alu_cvt,
+    "setp": _alu_setp, "testp": _alu_testp, "selp": _alu_selp, "mov": _alu_mov, "cvt": _alu_cvt,
     "cvta": _alu_mov,  # generic and global addresses coincide in the oracle
 }
 
@@ -254,8 +262,8 @@ _ATOMIC = {
     "max": lambda n, s, old, b: max(typed_value(old, s), typed_value(b, s)),
 }
 
-#: f32 ops whose answer for a NaN operand is fully specified (setp, min/max, selp).
-_NAN_TOLERANT = ("setp", "min", "max", "selp")
+#: f32 ops whose answer for a NaN operand is fully specified (setp, testp, min/max, selp).
+_NAN_TOLERANT = ("setp", "testp", "min", "max", "selp")
 
 _SHARED_BASE = 0x100  # oracle-private addresses; programs never look at them
 _LOCAL_BASE = 0x1000
