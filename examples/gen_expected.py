@@ -1054,6 +1054,23 @@ def half_mix(L, ws, h, b, n, hout, bout, mean, rounded, scaled, length):
         rounded[i] = round(float(checked("*", x, f32(1000.0))))   # llrintf: ties to even
         scaled[i] = int(float(checked("*", abs(y), f32(4096.0))))
 
+
+@kernel()
+def conv_const(L, ws, x, y, n):
+    taps = [f32(0.0625), f32(0.25), f32(0.375), f32(0.25), f32(0.0625)]
+    bias = f32(-48.0 / 256.0)                       # exact: a short over a power of two
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i >= n:
+            continue
+        xs = [x[min(max(i + k - 2, 0), n - 1)] for k in range(5)]
+        # both compilers: the first product rounded, the bias added by an fma
+        # (bias * 2^-8 + product, exact before its one rounding), then one fma per tap
+        s = checked("+", bias, checked("*", taps[0], xs[0]))
+        for k in range(1, 5):
+            s = fma_f32(taps[k], xs[k], s)
+        y[i] = s
+
 # ---------------------------------------------------------------------------
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects import builtin
 
 from qgc.dialects import ptx
+from qgc.machine.abi import initial_bytes
 from qgc.runtime.launch import (
     STEP_LIMITS,
     TYPE_SIZES,
@@ -64,7 +65,6 @@ from qgc.runtime.ref_decode import (
     BarrierSpec,
     Ctx,
     UnsupportedError,
-    float_imm,
     mask,
 )
 from qgc.runtime.ref_ops import compile_inst
@@ -191,7 +191,10 @@ def build_layout(pmod: ptx.ModuleOp, entry: ptx.EntryOp) -> Layout:
             raise _var_error(var, f"external variable '{name}' is not defined in this module")
         address = align_up(cursors[space], var.alignment)
         cursors[space] = address + var.size_bytes
-        init = _initial_bytes(var) if space in ("global", "const") else b""
+        try:
+            init = initial_bytes(var) if space in ("global", "const") else b""
+        except ValueError as e:
+            raise _var_error(var, str(e)) from None
         layout.vars[name] = VarSlot(name, space, address, var.size_bytes,
                                     f"{space} variable '{name}'", init)
     layout.shared_static = cursors["shared"]
@@ -221,25 +224,6 @@ def _layout_params(layout: Layout, entry: ptx.EntryOp) -> None:
 
 def _var_error(var: ptx.VarOp, message: str) -> UnsupportedError:
     return UnsupportedError(f"{ptx.location_prefix(var)}error: {message}")
-
-
-def _initial_bytes(var: ptx.VarOp) -> bytes:
-    if var.init is None:
-        return b""
-    t = var.type.data
-    size = max(1, ptx.TYPE_BITS[t] // 8)
-    out = bytearray()
-    for item in var.init.data:
-        operand = ptx.decode_operand(item.data)
-        if not isinstance(operand, ptx.Imm):
-            raise _var_error(var, f"initializer '{item.data}' of '{var.sym_name.data}' "
-                             "is not supported")
-        if t == "f32":
-            value = float_imm(operand, "f32")
-        else:
-            value = operand.value & mask(8 * size)
-        out += value.to_bytes(size, "little")
-    return bytes(out)
 
 
 # ------------------------------------------------------------------- steps

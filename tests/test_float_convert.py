@@ -193,3 +193,87 @@ def test_the_special_classes_at_the_tensor_level(to_float, to_int):
     vocab = vocabulary_of(program)
     result = run_trace(pick_kernel(module, None), vocab, launch, tensor_stepper(program, vocab))
     assert result.buffers[3:] == expected(s, u, f, to_float, to_int)
+
+
+# ------------------------------------------------------------ 8- and 16-bit integers
+
+NARROW = """.version 8.0
+.target sm_75
+.address_size 64
+
+.visible .entry k(.param .u64 p_h, .param .u64 p_f, .param .u64 p_of, .param .u64 p_oh)
+{
+    .reg .b16 %rs<8>;
+    .reg .b32 %r<2>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<16>;
+    ld.param.u64 %rd1, [p_h];
+    ld.param.u64 %rd2, [p_f];
+    ld.param.u64 %rd3, [p_of];
+    ld.param.u64 %rd4, [p_oh];
+    cvta.to.global.u64 %rd5, %rd1;
+    cvta.to.global.u64 %rd6, %rd2;
+    cvta.to.global.u64 %rd7, %rd3;
+    cvta.to.global.u64 %rd8, %rd4;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd9, %r1, 2;
+    add.s64 %rd10, %rd5, %rd9;
+    ld.global.u16 %rs1, [%rd10];
+    mul.wide.u32 %rd11, %r1, 4;
+    add.s64 %rd12, %rd6, %rd11;
+    ld.global.f32 %f1, [%rd12];
+    cvt.rn.f32.s16 %f2, %rs1;
+    cvt.rz.f32.u16 %f3, %rs1;
+    mul.wide.u32 %rd13, %r1, 8;
+    add.s64 %rd14, %rd7, %rd13;
+    st.global.f32 [%rd14], %f2;
+    st.global.f32 [%rd14+4], %f3;
+    cvt.rni.s16.f32 %rs2, %f1;
+    cvt.rzi.u16.f32 %rs3, %f1;
+    cvt.rmi.s8.f32 %rs4, %f1;
+    cvt.rpi.u8.f32 %rs5, %f1;
+    add.s64 %rd15, %rd8, %rd13;
+    st.global.u16 [%rd15], %rs2;
+    st.global.u16 [%rd15+2], %rs3;
+    st.global.u16 [%rd15+4], %rs4;
+    st.global.u16 [%rd15+6], %rs5;
+    ret;
+}
+"""
+
+
+def _narrow_expected(halves: list[int], floats: list[int]) -> list[list[int]]:
+    converted, rounded = [], []
+    for h, f in zip(halves, floats, strict=True):
+        signed = h - (1 << 16) if h >> 15 else h
+        converted += [int_to_f32(signed, "rn"), int_to_f32(h, "rz")]
+        for mode, bits, is_signed in (("rn", 16, True), ("rz", 16, False), ("rm", 8, True),
+                                      ("rp", 8, False)):
+            n = f32_to_int(f, mode, True)
+            n = n - (1 << 64) if n >> 63 else n
+            lo, hi = (-(1 << bits - 1), (1 << bits - 1) - 1) if is_signed else (0, (1 << bits) - 1)
+            rounded.append(min(max(n, lo), hi) & 0xFFFF)
+    return [converted, rounded]
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+def test_conversions_with_8_and_16_bit_integers(engine):
+    halves = [0x7FFF, 0x8000, 0xFFFF, 12345]
+    floats = [0x4700_0000, 0xC780_0000, 0x7FC0_0000, 0x42F7_0000]   # 32768, -65536, NaN, 123.5
+    launch = load_launch({"kernel": "k", "grid": [1, 1, 1], "block": [4, 1, 1], "args": [
+        {"type": "u16*", "data": halves}, {"type": "u32*", "data": floats},
+        {"type": "u32*", "data": [0] * 8}, {"type": "u16*", "data": [0] * 16}]})
+    module = parse_ptx(NARROW, "narrow.ptx")
+    if engine == "ref":
+        got = run_ref(module, launch).buffers
+    elif engine == "simt":
+        driver.apply_for_launch(make_context(), module, stage("simt"), launch)
+        got = run_simt(module, launch).buffers
+    else:
+        driver.apply_for_launch(make_context(), module,
+                                up_to(stage("tensor"), "tensor-schedule-layers"), launch)
+        (program,) = tensor.programs_of(module)
+        vocab = vocabulary_of(program)
+        got = run_trace(pick_kernel(module, None), vocab, launch,
+                        tensor_stepper(program, vocab)).buffers
+    assert got[2:] == _narrow_expected(halves, floats)

@@ -91,7 +91,7 @@ class Case:
 
     @property
     def is_float(self) -> bool:
-        return self.name.endswith(("_f", "_f32")) or self.name in ("float_ops", "half_mix")
+        return self.name.endswith(("_f", "_f32")) or self.name in ("float_ops", "half_mix", "conv_const")
 
     @property
     def hidden(self) -> int:

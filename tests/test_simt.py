@@ -68,8 +68,8 @@ ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_sig
                  "local_hist", "local_sort",
                  # f32: softfloat at this level, integer programs at the tensor level
                  "saxpy_f32", "convert_f32", "float_ops",
-                 # f16 and bf16 storage, f32 <-> 64-bit integer conversions
-                 "half_mix")
+                 # f16 and bf16 storage, f32 <-> 64-bit integer conversions; __constant__
+                 "half_mix", "conv_const")
 
 
 def accepted_cases() -> list[tuple[str, str, str]]:

@@ -16,6 +16,7 @@ thread_local int warp_lanes;                   // lanes that exist in this warp
 #define __global__
 #define __shared__ static
 #define __device__
+#define __constant__ const
 inline void __syncthreads() { blk_bar->arrive_and_wait(); }
 inline unsigned lin() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 inline unsigned long long xchg_(unsigned long long v, int src) {

@@ -71,6 +71,38 @@ class FloatOps:
             raise unsupported(inst, inst.opcode.data)
         return self._alu1(inst, guard, name)
 
+    def cvt_f32_narrow(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """cvt between f32 and 8- or 16-bit integers: the 32-bit conversion
+        of the value extended to 32 bits, or the 32-bit conversion clamped to
+        the narrow type's range (PTX saturates float-to-integer conversions)."""
+        dt, at = inst.op.types
+        mods = inst.op.modifiers
+        rounding = [m for m in mods if m in ROUNDINGS + INT_ROUNDINGS]
+        flags = tuple(m for m in mods if m not in rounding)
+        dst, src = inst.operands_decoded
+        e = Emitter(self.fresh, guard)
+        if len(rounding) != 1:
+            raise unsupported(inst, inst.opcode.data)
+        if dt == "f32" and rounding[0] in ROUNDINGS and set(flags) <= {"sat"}:
+            wide = "s32" if at[0] == "s" else "u32"
+            value = self.get_sub(inst, e, src, at, at[0] == "s")
+            e.assign(self.dst32(inst, dst), e.alu(".".join(("cvt", rounding[0], *flags, "f32",
+                                                            wide)), [value]))
+            return e.ops
+        if at == "f32" and rounding[0] in INT_ROUNDINGS and set(flags) <= {"ftz", "sat"}:
+            bits, signed = ptx.TYPE_BITS[dt], dt[0] == "s"
+            name = ".".join(("cvt", rounding[0], *(("ftz",) if "ftz" in flags else ()),
+                             "s32" if signed else "u32", "f32"))
+            value = e.alu(name, [self.src32(inst, src, e.ops)])
+            if signed:
+                value = e.alu("max.s", [e.alu("min.s", [value, (1 << bits - 1) - 1]),
+                                        -(1 << bits - 1)])
+            else:
+                value = e.alu("min.u", [value, (1 << bits) - 1])
+            self.put_sub(inst, e, dst, dt, value, dt)
+            return e.ops
+        raise unsupported(inst, inst.opcode.data)
+
     def cvt_f32_wide(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         """cvt.RND{.sat}.f32.{s,u}64 and cvt.RNDi{.ftz}{.sat}.{s,u}64.f32 as
         pair arithmetic around a 32-bit f32 conversion."""

@@ -1,6 +1,7 @@
 """Memory accesses: global (through a pointer's provenance, or located at run
 time through a pointer held as a value; 64-bit data as two words, sub-word
-data one element per word), shared and parameter loads."""
+data one element per word), shared and parameter loads, and loads of
+constant memory at fixed addresses."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from xdsl.ir import Operation
 
 from qgc.dialects import ptx, simt
 from qgc.dialects.simt import GuardAttr, RegAttr
+from qgc.machine.abi import initial_bytes
 from qgc.passes.ptx_to_simt import legalize as lg
 from qgc.passes.ptx_to_simt.common import INT32, SUBWORD, WIDE, WORD32, unsupported
 from qgc.passes.ptx_to_simt.legalize import Emitter, Wide
@@ -34,6 +36,8 @@ class MemoryAccesses:
             return self.vector_access(inst, guard, int(lanes[0][1:]))
         if space in ("shared", "local"):
             return self.shared_memory(inst, guard, rest, space)
+        if space == "const" and base == "ld" and not rest:
+            return self.constant_load(inst, guard)
         if base == "atom":
             if space != "global" or len(rest) < 1 or \
                     _atom_op(rest[0], t) is None and not _wide_atom(rest[0], t) \
@@ -328,6 +332,35 @@ class MemoryAccesses:
                                  None, guard, e.alu("shl", [(1 << bits) - 1, shift])))
         return e.ops
 
+    def constant_load(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """`ld.const` at a fixed address of a `.const` variable: its
+        initializer's value there, an immediate (a kernel cannot write
+        constant memory, and a launch gives no other contents)."""
+        dst, addr = inst.operands_decoded
+        t = inst.op.type or ""
+        var = self.constants.get(addr.base.name) if isinstance(addr, ptx.Addr) and \
+            isinstance(addr.base, ptx.Sym) else None
+        if var is None:
+            raise unsupported(inst, inst.opcode.data, "a constant-memory address that is "
+                              "not a fixed place in a .const variable")
+        size = ptx.TYPE_BITS.get(t, 0) // 8
+        if not 0 <= addr.offset <= var.size_bytes - size or size == 0:
+            raise unsupported(inst, inst.opcode.data, f"bytes {addr.offset}..{addr.offset + size}"
+                              f" of the {var.size_bytes}-byte '{var.sym_name.data}'")
+        try:
+            data = initial_bytes(var).ljust(var.size_bytes, b"\0")
+        except ValueError as e:
+            raise unsupported(inst, inst.opcode.data, str(e)) from None
+        value = int.from_bytes(data[addr.offset:addr.offset + size], "little")
+        e = self.emitter(guard, dst.name if size == 8 and isinstance(dst, ptx.Reg) else None)
+        if size == 8:
+            return self.set_int(inst, e, lg.const_pair(value))
+        if size < 4:
+            self.put_sub(inst, e, dst, t, value, None)
+            return e.ops
+        e.assign(self.dst32(inst, dst), lg.to_i32(value))
+        return e.ops
+
     def ld_param(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         dst, addr = inst.operands_decoded
         if not isinstance(addr, ptx.Addr) or not isinstance(addr.base, ptx.Sym) or \
@@ -373,7 +406,7 @@ def _atom_op(name: str, t: str | None) -> str | None:
 
 
 _VECTORS = ("v2", "v4", "v8")
-_SPACES = ("param", "global", "shared", "local")
+_SPACES = ("param", "global", "shared", "local", "const")
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, SubwordOps, W
         self.high_words: dict[int, int] = {}  # 64-bit scalar parameter -> its high word
         self.ref_words: dict[int, int] = {}   # pointer parameter -> its translation word
         self.locals: dict[str, int] = {}      # .local variable -> its byte offset in the frame
+        self.constants: dict[str, ptx.VarOp] = {}   # .const variables, by name
         self.local_bytes = 0
         self.own_high: dict[str, RegAttr] = {}
 
@@ -107,6 +108,8 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, SubwordOps, W
                        if isinstance(op, ptx.VarOp) and op.space.data == "shared"]
         for op in shared_vars:
             self._shared_var(op)
+        self.constants = {op.sym_name.data: op for op in outer + list(entry.body.ops)
+                          if isinstance(op, ptx.VarOp) and op.space.data == "const"}
         for op in entry.body.ops:
             if isinstance(op, ptx.VarOp) and op.space.data == "local":
                 self._local_var(op)
@@ -217,6 +220,8 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, SubwordOps, W
             return self.view(inst, guard, src)
         if base == "cvt" and "f32" in opc.types and set(opc.types) <= {"f32", "s32", "u32"}:
             return self.cvt_f32(inst, guard)
+        if base == "cvt" and "f32" in opc.types and set(opc.types) & {"s8", "u8", "s16", "u16"}:
+            return self.cvt_f32_narrow(inst, guard)
         if base == "cvt" and "f16" in opc.types:
             return self.cvt_f16(inst, guard)
         if base == "cvt" and "f32" in opc.types and set(opc.types) & {"s64", "u64"}:

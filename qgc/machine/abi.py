@@ -13,7 +13,8 @@ the host of the token protocol all read these rules here, so they agree:
   threads' spill slots (`SpillArea`);
 - `encode_element` / `decode_element`: an element's machine words;
 - `bank_bits` / `banked_words`: the memory in banks of `BANK_WORDS` words;
-- `shfl_source`: the lane a warp shuffle reads.
+- `shfl_source`: the lane a warp shuffle reads;
+- `initial_bytes`: a module variable's contents before the launch.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from qgc.dialects import ptx, simt
 from qgc.protocol import BANK_WORDS
 from qgc.runtime.launch import ELEMENT_TYPES, TYPE_SIZES, Launch, LaunchError, select_kernel
 from qgc.runtime.memory import buffer_bases
+from qgc.runtime.ref_decode import float_imm
 
 M32 = 0xFFFF_FFFF
 
@@ -314,3 +316,22 @@ def shfl_source(mode: str) -> Callable[[int, int, int], tuple[int, bool]]:
             ok = j <= max_lane
         return (j, True) if ok else (lane, False)
     return source
+
+
+def initial_bytes(var: ptx.VarOp) -> bytes:
+    """The bytes a `.global`/`.const` variable's initializer gives it
+    (little-endian elements of its type; the elements it leaves out are
+    zero); ValueError for a literal that is not a number."""
+    if var.init is None:
+        return b""
+    t = var.type.data
+    size = max(1, ptx.TYPE_BITS[t] // 8)
+    out = bytearray()
+    for item in var.init.data:
+        operand = ptx.decode_operand(item.data)
+        if not isinstance(operand, ptx.Imm):
+            raise ValueError(f"initializer '{item.data}' of '{var.sym_name.data}' is not "
+                             "supported")
+        value = float_imm(operand, "f32") if t == "f32" else operand.value & ((1 << 8 * size) - 1)
+        out += value.to_bytes(size, "little")
+    return bytes(out)
