@@ -15,7 +15,10 @@ bit-exact with the machine's f32 ops (the simt engine runs both).
 from __future__ import annotations
 
 import json
+import math
+import struct
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 from test_softfloat import SPECIALS
@@ -330,3 +333,32 @@ def test_the_f32_ops_of_a_shared_approx_routine_are_expanded_too():
     launch = load_launch({"kernel": "k", "grid": [1, 1, 1], "block": [4, 1, 1],
                           "args": [{"type": "f32*", "data": [0.5, -2.0, 3.0, 100.0]}]})
     assert run_simt(module, launch).buffers == run_simt(_parsed(text), launch).buffers
+
+
+# ------------------------------------------------------------ CUDA's libm
+
+LIBM = Path(__file__).parent / "inputs" / "libm_f.ptx"
+LIBM_KERNELS = ("exp_f", "log1_f", "tanh_f", "erf_f", "atan2_f", "cbrt_f", "fmod_f", "expm1_f",
+                "hypot_f", "sigmoid_f")
+#: the special classes and values across each function's ranges (overflow of
+#: expf at 88.7, its underflow, the subnormals, huge and tiny arguments)
+LIBM_INPUTS = [0.5, -1.5, 3.0, 100.0, -0.0, 1e-40, 88.7, -104.0, 1e30, math.inf, -math.inf,
+               2.5e-3, -7.75, 0.125, 42.0, -3e5]
+
+
+@pytest.mark.parametrize("name", LIBM_KERNELS)
+def test_cuda_math_functions_run_equal_to_ref_after_expansion(name):
+    """expf, logf, tanhf, erff, atan2f, cbrtf, fmodf, expm1f, hypotf and a
+    sigmoid as nvcc inlines them: the tensor stages' machine program (every
+    f32 op expanded, blocks formed) gives `ref`'s bits on every input."""
+    from qgc.frontend import parse_ptx
+    from qgc.runtime.ref import run_ref
+    launch = load_launch({"kernel": name, "grid": [4, 1, 1], "block": [4, 1, 1], "args": [
+        {"type": "f32*", "data": LIBM_INPUTS}, {"type": "f32*", "data": [0.0] * 16}]})
+    text = LIBM.read_text()
+    want = run_ref(parse_ptx(text, LIBM.name), launch).buffers
+    module = parse_ptx(text, LIBM.name)
+    driver.apply_for_launch(make_context(), module,
+                            up_to(stage("tensor"), "convert-simt-to-tensor"), launch)
+    got = run_simt(module, launch).buffers
+    assert [struct.pack("<f", v) for v in got[1]] == [struct.pack("<f", v) for v in want[1]]
