@@ -100,7 +100,7 @@ def warp_words(used: set[str], launch: Launch, layout, warp) -> dict[str, int]:
     absent = [ln for ln, t in enumerate(warp.tids) if t is None]
     words = {"ctaid": axes("ctaid", warp.ctaid), "ntid": axes("ntid", launch.block),
              "nctaid": axes("nctaid", launch.grid),
-             "flags": sum(1 << (8 * ln + P.LaunchArea.EXITED) for ln in absent),
+             "lanes": 0, "flags": sum(1 << (8 * ln + P.LaunchArea.EXITED) for ln in absent),
              "absent": sum(1 << ln for ln in absent)}
     for axis, a in enumerate("xyz"):
         if f"tid.{a}" in used:

@@ -319,6 +319,38 @@ PACK = HEADER + """
 }
 """
 
+#: odd lanes return at once, even lanes loop first: a warp ends with its
+#: lanes at different blocks
+EARLY_EXIT = HEADER + """
+.visible .entry k(.param .u64 k_param_0)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    shl.b32 %r3, %r2, 2;
+    add.s32 %r4, %r3, %r1;
+    mul.wide.u32 %rd3, %r4, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r4;
+    and.b32 %r5, %r1, 1;
+    setp.ne.s32 %p1, %r5, 0;
+    @%p1 bra $L__EXIT;
+    mov.u32 %r6, 0;
+$L__LOOP:
+    add.s32 %r6, %r6, %r2;
+    add.s32 %r1, %r1, 1;
+    setp.lt.u32 %p2, %r1, 6;
+    @%p2 bra $L__LOOP;
+    st.global.u32 [%rd4], %r6;
+$L__EXIT:
+    ret;
+}
+"""
+
 
 def _run(tmp_path, text: str, launch: dict, engine: str, capsys) -> tuple[int, str, str]:
     ptx, spec = tmp_path / "k.ptx", tmp_path / "k.json"
@@ -521,3 +553,16 @@ def test_vector_moves_pack_and_unpack_halves_and_bytes(tmp_path, capsys, engine)
     swapped = [(w >> 16 | w << 16) & 0xFFFF_FFFF for w in words]
     reordered = [(w >> 24) | (w >> 16 & 0xFF) << 8 | (w & 0xFF) << 24 for w in words]
     assert json.loads(out)["buffers"] == [[a ^ b for a, b in zip(swapped, reordered, strict=True)]]
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+def test_warps_that_end_diverged_leave_their_slots_clean(tmp_path, capsys, engine):
+    """Ten one-warp CTAs in the 8 warp slots, each warp diverging before it
+    exits: the last two enter slots their predecessors left, and the host
+    writes both control words of a slot a warp enters (`lanes` 0, `flags`
+    with its absent lanes exited)."""
+    launch = {"grid": [10, 1, 1], "block": [4, 1, 1], "args": [{"type": "u32*", "data": [7] * 40}]}
+    status, out, err = _run(tmp_path, EARLY_EXIT, launch, engine, capsys)
+    assert status == 0, err
+    want = [c * (6 - t) if t % 2 == 0 else 4 * c + t for c in range(10) for t in range(4)]
+    assert json.loads(out)["buffers"] == [want]
