@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from qgc.machine.opcodes import ATOM_OPERATIONS, ATOM_PAIR_OPERATIONS, SETP_CONDITIONS
+from qgc.protocol import BLOCK_BITS
 
 LANES = 4
 DEFAULT_REGS = 15
@@ -10,9 +11,10 @@ DEFAULT_PREDS = 8
 #: Words of machine memory by default (the tensor level holds 127 per memory
 #: head and asks for `mem-words=127`).
 DEFAULT_MEM_WORDS = 1024
-#: Blocks per kernel: the published design had 32; the largest kernel of the
-#: suites takes 23, and the token vocabulary grows with the blocks a kernel uses.
-DEFAULT_MAX_BLOCKS = 256
+#: Blocks per kernel: what the token protocol's block field numbers (the
+#: published design had 32; fastmath_f's .approx algorithms take 124, and the
+#: token vocabulary grows with the blocks a kernel uses).
+DEFAULT_MAX_BLOCKS = 1 << BLOCK_BITS
 DEFAULT_MAX_OPS = 16
 
 #: ALU opcodes, setp conditions, predicate logic and atomic operations: the

@@ -8,6 +8,8 @@ from xdsl.ir import Operation
 from qgc.dialects import ptx, simt
 from qgc.dialects.simt import GuardAttr
 from qgc.machine import softfloat
+from qgc.machine.float_programs import INF
+from qgc.machine.float_programs import MAG as ABS_MASK
 from qgc.machine.opcodes import ALU_OPCODES
 from qgc.passes.ptx_to_simt import legalize as lg
 from qgc.passes.ptx_to_simt.common import unsupported
@@ -15,7 +17,6 @@ from qgc.passes.ptx_to_simt.legalize import Emitter, Src
 
 ROUNDINGS = softfloat.MODES
 INT_ROUNDINGS = tuple(m + "i" for m in ROUNDINGS)
-ABS_MASK, INF = 0x7FFFFFFF, 0x7F800000
 #: testp's classes as one unsigned compare of |a|'s bits minus an offset:
 #: class -> (offset, condition, bound)
 TESTP = {"finite": (0, "lt.u", INF), "infinite": (0, "eq", INF), "number": (0, "le.u", INF),

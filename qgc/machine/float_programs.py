@@ -31,6 +31,7 @@ from typing import Generic, TypeVar
 SIGN, MAG, INF = 0x8000_0000, 0x7FFF_FFFF, 0x7F80_0000
 CANONICAL_NAN, MAX_FINITE, ONE = 0x7FFF_FFFF, 0x7F7F_FFFF, 0x3F80_0000
 FRAC, HIDDEN = 0x7F_FFFF, 0x80_0000
+F16_NAN, F16_INF = 0x7FFF, 0x7C00
 MODES = ("rn", "rz", "rm", "rp")
 #: an exponent below every operand's: an exact zero's place in an fma
 NO_EXPONENT = -1000
@@ -472,9 +473,9 @@ def to_f16(o: IntOps, a, ftz: bool = False):
     half_less = o.sub(o.shl(1, o.sub(shift, 1)), 1)
     inc = o.add(half_less, o.and_(o.shr(f.sig, shift), 1))
     kept = o.shr(o.add(f.sig, inc), shift)
-    out = o.min_u(o.add(o.shl(o.max_s(o.sub(f.exp, 113), 0), 10), kept), 0x7C00)
+    out = o.min_u(o.add(o.shl(o.max_s(o.sub(f.exp, 113), 0), 10), kept), F16_INF)
     out = o.or_(out, o.shr(o.and_(a, SIGN), 16))
-    return o.select(0x7FFF, out, o.setp("gt.u", f.mag, INF))
+    return o.select(F16_NAN, out, o.setp("gt.u", f.mag, INF))
 
 
 def from_f16(o: IntOps, h):
@@ -487,9 +488,9 @@ def from_f16(o: IntOps, h):
     # 134 − lead, less the hidden bit the shifted significand adds
     tiny = o.add(o.shl(o.sub(133, lead), 23), o.shl(mag, o.sub(lead, 8)))
     out = o.select(o.select(0, tiny, o.setp("eq", mag, 0)), normal, o.setp("lt.u", mag, 0x400))
-    out = o.select(INF, out, o.setp("ge.u", mag, 0x7C00))
+    out = o.select(INF, out, o.setp("ge.u", mag, F16_INF))
     out = o.or_(out, o.shl(o.and_(h, 0x8000), 16))
-    return o.select(CANONICAL_NAN, out, o.setp("gt.u", mag, 0x7C00))
+    return o.select(CANONICAL_NAN, out, o.setp("gt.u", mag, F16_INF))
 
 
 # ------------------------------------------------------------------ division, root

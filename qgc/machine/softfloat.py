@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import isqrt
 
+from qgc.machine.float_programs import F16_INF, F16_NAN
 from qgc.runtime.float32 import CANONICAL_NAN, MAX_FINITE, SIGN
 from qgc.runtime.float32 import POS_INF as INF
 
@@ -343,8 +344,6 @@ def minmax(a: int, b: int, pick_max: bool, ftz: bool = False, keep_nan: bool = F
 
 # ------------------------------------------------------------------ binary16
 
-F16_NAN = 0x7FFF
-F16_INF = 0x7C00
 
 
 def to_f16(bits: int, ftz: bool = False) -> int:
