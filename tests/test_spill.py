@@ -22,6 +22,7 @@ from conftest import EXAMPLES, REPO, on_random_programs
 from qgc import driver
 from qgc.diagnostics import QgcError, location_prefix
 from qgc.dialects import simt
+from qgc.machine.abi import bank_bits
 from qgc.pipeline import pipeline_text, stage, up_to, with_options
 from qgc.runtime.launch import LaunchError, load_launch
 from qgc.runtime.ref import run_ref
@@ -93,7 +94,6 @@ def _lit_module(ctx, name: str, pipeline: str | None):
 def test_lit_kernels_run_the_same_spilled(ctx, kernel, n, grid, block):
     """Guarded writes of spilled registers, a loop, partial warps, several CTAs
     (which store the same values to the same words)."""
-    threads = grid * block
     args = [{"type": "u32*", "data": [7] * block}, {"type": "u32", "value": n}]
     if kernel == "k":
         args.append({"type": "u32*", "data": [9] * block})
@@ -104,8 +104,11 @@ def test_lit_kernels_run_the_same_spilled(ctx, kernel, n, grid, block):
                           "simt-allocate-registers{regs=3},simt-form-blocks{max-ops=4}")
     result = run_simt(spilled, launch)
     assert result.buffers == plain.buffers
-    assert result.stats["memory"]["spill"] == threads * \
-        [k for k in simt.kernels_of(spilled) if k.kernel_name == kernel][0].spill_size
+    # whole warps (an absent lane's slots stay unused), each warp's slots a
+    # whole number of the memory's 2 banks (mem_words 128)
+    words = [k for k in simt.kernels_of(spilled) if k.kernel_name == kernel][0].spill_size
+    warps = grid * -(-block // 4)
+    assert result.stats["memory"]["spill"] == warps * (-(-4 * words // 2) * 2)
 
 
 # ------------------------------------------------------------ random programs
@@ -174,10 +177,15 @@ def test_spill_area_follows_the_shared_windows():
     (kernel,) = simt.kernels_of(module)
     launch = load_launch(EXAMPLES / "reduce_shared" / "launch.json")
     memory = run_simt(module, launch).stats["memory"]
-    assert list(memory)[-2:] == ["shared", "spill"]
+    assert list(memory)[-3:] == ["shared", "bank alignment", "spill"]
     ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
     assert memory["shared"] == kernel.shared_size * ctas
-    assert memory["spill"] == kernel.spill_size * ctas * launch.threads_per_block
+    # each warp's slots start at a bank boundary: a slot's bank is fixed at compile time
+    banks = 1 << bank_bits(kernel.mem_words.value.data)
+    start = sum(memory.values()) - memory["spill"]
+    assert banks > 1 and start % banks == 0 and memory["bank alignment"] < banks
+    warps = ctas * -(-launch.threads_per_block // 4)
+    assert memory["spill"] == warps * -(-4 * kernel.spill_size // banks) * banks
 
 
 def test_too_few_registers_for_one_op():
@@ -201,7 +209,8 @@ def test_stats_report_the_spills(capsys):
                  str(EXAMPLES / "dot" / "launch.json")]) == 0
     out = capsys.readouterr().err
     assert "registers 3 of 3 per lane, registers spilled 4 (spill words 4 per thread)" in out
-    assert re.search(r"memory 33 of 1024 words \(.*, spill 16\)", out)
+    # 17 words before it, the spill area starts at a boundary of the 16 banks
+    assert re.search(r"memory 48 of 1024 words \(.*, bank alignment 15, spill 16\)", out)
     from qgc.stats import simt_lines
     assert "registers spilled 0 (spill words 0 per thread)" in simt_lines(compile_simt(DOT))[0]
 

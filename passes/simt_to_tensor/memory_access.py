@@ -7,6 +7,7 @@ from xdsl.ir import SSAValue
 
 from qgc import protocol as P
 from qgc.dialects import simt
+from qgc.machine.abi import spill_bank
 from qgc.passes.simt_to_tensor.step_values import WORD, Record, Write
 
 
@@ -139,7 +140,7 @@ class MemoryAccess:
     def load(self, key: SSAValue, en: SSAValue, where: object) -> SSAValue:
         """The word, as the step's earlier writes left it (the last one to the
         same word wins; the ports hold the word from before the step)."""
-        mem = self.read(key, en)
+        mem = self.read(key, en, self.known_bank(where))
         earlier = [w for w in self.pending if may_alias(w.where, where)]
         if not earlier:
             return mem
@@ -148,6 +149,14 @@ class MemoryAccess:
         winners = [self.gate([h], hits[i + 1:], need=1) for i, h in enumerate(hits)]
         choices = list(zip(winners, [w.value for w in earlier], strict=True))
         return self.pick(choices + [(self.none_of(hits), mem)])
+
+    def known_bank(self, where: object) -> int | None:
+        """A spill slot's bank (`abi.SpillArea` aligns every warp's slots
+        with the banks); None where the address decides it."""
+        if not isinstance(where, tuple):
+            return None
+        _, ln, slot = where
+        return spill_bank(self.kernel.thread_words, ln, slot, self.bank_bits)
 
     def lower_memory(self, op, regs, records) -> None:
         lanes = range(simt.LANES)

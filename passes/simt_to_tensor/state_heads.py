@@ -85,19 +85,23 @@ class StateHeads:
     def read_launch(self, key: SSAValue) -> SSAValue:
         return self.b.kv_read(self.port("launch"), "binary", key)
 
-    def read(self, address: SSAValue, enable: SSAValue | None = None) -> SSAValue:
+    def read(self, address: SSAValue, enable: SSAValue | None = None,
+             bank: int | None = None) -> SSAValue:
         """The memory word at `address` (`address_bits` bits): every bank's
-        head reads its row, enabled by the bank bits; one of them gives it."""
+        head reads its row, enabled by the bank bits; one of them gives it.
+        Where the address's bank is known (`bank`), that bank's head alone."""
         k = self.bank_bits
         if not k:
             return self.b.kv_read(self.port("mem"), "binary", address, enable)
-        bank_of = self.bits_of(self.b.slice(address, 0, k))
         key = self.b.slice(address, k, k + KEY_BITS)
+        if bank is not None:
+            return self.b.kv_read(self.port("mem", bank), "binary", key, enable)
+        bank_of = self.bits_of(self.b.slice(address, 0, k))
         reads = []
-        for bank in range(1 << k):
-            ones, zeros = split_bits(bank_of, bank)
+        for b in range(1 << k):
+            ones, zeros = split_bits(bank_of, b)
             en = self.gate(ones + ([enable] if enable is not None else []), zeros)
-            reads.append(self.b.kv_read(self.port("mem", bank), "binary", key, en))
+            reads.append(self.b.kv_read(self.port("mem", b), "binary", key, en))
         return self.b.merge(reads)
 
     def read_word(self, address: int) -> SSAValue:

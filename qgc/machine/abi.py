@@ -83,6 +83,7 @@ class Layout:
     shared_words: int = 0         # words of shared memory per CTA
     spill: SpillArea | None = None  # the threads' spill slots, after the shared windows
     packed: set[int] = field(default_factory=set)   # byte/halfword buffers packed in words
+    ctas: int = 1
 
     def regions(self, kernel: simt.KernelOp) -> dict[str, int]:
         out = {"params": len(kernel.params), "bounds": self.bounds}
@@ -90,9 +91,12 @@ class Layout:
             out["high words"] = len(kernel.wide_params())
         for i, size in self.sizes.items():
             out[f"buffer {i} ({kernel.params[i][0]})"] = size
+        shared_end = self.shared_base + self.shared_words * self.ctas
         if self.shared_words:
-            out["shared"] = (self.spill.base if self.spill else self.total) - self.shared_base
+            out["shared"] = shared_end - self.shared_base
         if self.spill:
+            if self.spill.base > shared_end:
+                out["bank alignment"] = self.spill.base - shared_end
             out["spill"] = self.spill.total
         return out
 
@@ -100,21 +104,37 @@ class Layout:
 @dataclass(frozen=True)
 class SpillArea:
     """Every thread of the launch (all CTAs) has `words` words of its own,
-    its spill slots and then its `.local` frame: thread t = cta * `threads` +
-    linear tid keeps word k at base + t * words + k."""
+    its spill slots and then its `.local` frame, warp by warp: lane l of
+    warp w (the CTA's warps in order, then the next CTA's) keeps word k at
+    base + w * `stride` + l * words + k. The base and the warp stride are
+    multiples of `align` (the memory's bank count), so a slot's bank is
+    known when the kernel is compiled (`spill_bank`): a reload reads one
+    bank's head instead of every bank's."""
 
     base: int
     words: int
     threads: int                  # threads per CTA
     ctas: int
     slots: int | None = None      # spill slots of `words`; the rest is the local frame
+    align: int = 1
+
+    @property
+    def warps(self) -> int:
+        """Warps per CTA."""
+        return -(-self.threads // simt.LANES)
+
+    @property
+    def stride(self) -> int:
+        """Words from one warp's slots to the next's (a multiple of `align`)."""
+        return _round_up(simt.LANES * self.words, self.align)
 
     @property
     def total(self) -> int:
-        return self.words * self.threads * self.ctas
+        return self.stride * self.warps * self.ctas
 
     def word(self, cta: int, tid: int, slot: int) -> int:
-        return self.base + (cta * self.threads + tid) * self.words + slot
+        warp, lane = divmod(tid, simt.LANES)
+        return self.base + (cta * self.warps + warp) * self.stride + lane * self.words + slot
 
     def describe(self) -> str:
         """The diagnostic's part for the spill area."""
@@ -122,17 +142,31 @@ class SpillArea:
         what = " and ".join(part for part in (
             f"{slots} spill" if slots else "", f"{self.words - slots} local" if
             self.words > slots else "") if part)
-        return f", {what} words for each of {self.threads * self.ctas} threads"
+        pad = self.total - self.words * self.threads * self.ctas
+        padding = f" ({pad} of them to align warps with the {self.align} banks)" if pad else ""
+        return f", {what} words for each of {self.threads * self.ctas} threads{padding}"
+
+
+def spill_bank(words: int, lane: int, slot: int, bank_bits: int) -> int:
+    """The bank of a lane's word `slot` in a memory of 2^`bank_bits` banks,
+    `words` words per thread (`SpillArea`: the same in every warp)."""
+    return (lane * words + slot) & ((1 << bank_bits) - 1)
+
+
+def _round_up(n: int, align: int) -> int:
+    return -(-n // align) * align
 
 
 def spill_area(kernel: simt.KernelOp, launch: Launch, base: int) -> SpillArea | None:
-    """The threads' own words, at `base`: the spill slots of a kernel that
-    `simt-allocate-registers` spilled, then the `.local` frame."""
+    """The threads' own words, from the first bank-aligned word at or after
+    `base`: the spill slots of a kernel that `simt-allocate-registers`
+    spilled, then the `.local` frame."""
     if not kernel.thread_words:
         return None
     ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
-    return SpillArea(base, kernel.thread_words, launch.threads_per_block, ctas,
-                     kernel.spill_size)
+    align = 1 << bank_bits(kernel.mem_words.value.data)
+    return SpillArea(_round_up(base, align), kernel.thread_words, launch.threads_per_block,
+                     ctas, kernel.spill_size, align)
 
 
 def _check_arg(i: int, arg, pname: str, ptype: str) -> None:
@@ -191,7 +225,7 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
     ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
     total = cursor + shared * ctas
     spill = spill_area(kernel, launch, total)
-    total += spill.total if spill else 0
+    total = spill.base + spill.total if spill else total
     capacity = kernel.mem_words.value.data
     if total > capacity:
         buffers = ", ".join(f"{sizes[i]} for '{params[i][0]}'" for i in pointers)
@@ -220,7 +254,7 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
         _write_ref_words(kernel, launch, bases, words)
     packed = {i for i in pointers if is_packed(launch.args[i], params[i][1])}
     return Layout(words, bases, sizes, len(params), 2 * len(pointers), total, shared_base,
-                  shared, spill, packed)
+                  shared, spill, packed, ctas)
 
 
 def is_packed(arg, ptype: str) -> bool:
