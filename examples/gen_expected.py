@@ -1071,6 +1071,22 @@ def conv_const(L, ws, x, y, n):
             s = fma_f32(taps[k], xs[k], s)
         y[i] = s
 
+
+@kernel()
+def uniform_loads(L, ws, coef, x, out, n):
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i >= n:
+            continue
+        v = x[i]
+        acc = s32(coef[0] * v + coef[1])
+        acc = s32(acc + coef[2 + (v & 3)])            # the loop ends at i = v & 3
+        acc = s32(acc + coef[(1 if v & 4 else 2) + 3])
+        acc = s32(acc + coef[7]) if t.tid[0] & 1 else s32(acc - coef[6])
+        for k in range((v & 1) + 1):
+            acc ^= s32(coef[8 + k] << k)
+        out[i] = acc
+
 # ---------------------------------------------------------------------------
 
 

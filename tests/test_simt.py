@@ -69,7 +69,9 @@ ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_sig
                  # f32: softfloat at this level, integer programs at the tensor level
                  "saxpy_f32", "convert_f32", "float_ops",
                  # f16 and bf16 storage, f32 <-> 64-bit integer conversions; __constant__
-                 "half_mix", "conv_const")
+                 "half_mix", "conv_const",
+                 # warp-uniform loads beside per-lane ones (one read for the warp)
+                 "uniform_loads")
 
 
 def accepted_cases() -> list[tuple[str, str, str]]:

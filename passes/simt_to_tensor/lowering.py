@@ -10,6 +10,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from qgc import protocol as P
 from qgc.analysis.dataflow import Cfg, kept_by_guarded_writes, liveness, register_access
+from qgc.analysis.uniformity import uniform_addresses
 from qgc.diagnostics import location_prefix
 from qgc.dialects import simt
 from qgc.dialects import tensor as T
@@ -33,7 +34,7 @@ class Lowering(Gates, StateHeads, Registers, Blocks, LaneControl, WarpOps,
     """One kernel's machine step as a `tensor.program`. Each mixin holds one
     concern and works on the state set up here: `b` (the builder), `alu` (the
     block's circuits; `common_alu` outside blocks), `inp`, `vocab`, `blocks`,
-    `live_in`/`live_out`, `sites`, `bank_bits`/`address_bits`; `Blocks` adds
+    `live_in`/`live_out`, `uniform_loads`, `sites`, `bank_bits`/`address_bits`; `Blocks` adds
     the block's `active` lanes, `pending` writes, `faults` and `bounds_of`."""
 
     kernel: simt.KernelOp
@@ -49,6 +50,7 @@ class Lowering(Gates, StateHeads, Registers, Blocks, LaneControl, WarpOps,
         cfg = Cfg.of(self.kernel)
         keeps = kept_by_guarded_writes(cfg, register_access)
         self.live_in, self.live_out = liveness(cfg, register_access, keeps)
+        self.uniform_loads = uniform_addresses(self.kernel)
         ports = tuple(tuple(sorted(r.index.data for r in self.live_in[bl] if not r.is_pred))
                       for bl in self.blocks)
         records = max([self._record_count(bl) for bl in self.blocks] + [1])

@@ -158,6 +158,15 @@ class MemoryAccess:
         _, ln, slot = where
         return spill_bank(self.kernel.thread_words, ln, slot, self.bank_bits)
 
+    def uniform_load(self, keys: list[SSAValue], ens: list[SSAValue], where: object
+                     ) -> SSAValue:
+        """A load whose address every running lane computes alike
+        (`qgc.analysis.uniformity`): one read at the first running lane's
+        address serves them all."""
+        first = [self.gate([en], ens[:ln], need=1) for ln, en in enumerate(ens)]
+        key = self.pick(list(zip(first, keys, strict=True)))
+        return self.load(key, self.any_of(ens), where)
+
     def lower_memory(self, op, regs, records) -> None:
         lanes = range(simt.LANES)
         guards = [self.guard_of(op, regs, ln) for ln in lanes]
@@ -182,6 +191,11 @@ class MemoryAccess:
             return
         keys = [w[0] for w in where]
         rec_addr = [self.zext(keys[ln], self.vocab.address_bits) for ln in lanes]
+        if isinstance(op, simt.LdOp) and op in self.uniform_loads:
+            values = [self.uniform_load(keys, ens, where[0][2])] * simt.LANES
+            for ln in lanes:
+                self.define(regs, ln, op.dst, values[ln], guards[ln])
+            return
         if isinstance(op, simt.LdOp):
             values = [self.load(keys[ln], ens[ln], where[ln][2]) for ln in lanes]
             for ln in lanes:
