@@ -37,9 +37,18 @@ the register that still holds the slot's word (stored or reloaded earlier in
 the block) is dropped. The kernel records `spill_words` (slots per thread) and
 `spilled` (virtual registers spilled). Spill code lengthens blocks, so the pass
 runs before `simt-form-blocks`; a kernel whose blocks were formed first and
-outgrow `max-ops` is refused. Predicates are not spilled: a kernel that needs
-more than `preds` is refused: `error: kernel 'k' needs 9 predicate registers
-per lane, the machine has 8 (option preds)`.
+outgrow `max-ops` is refused.
+
+**Predicates as words.** Where more than `preds` predicates are live at once
+(CUDA's powf inlines nine), the same choice demotes predicates first, before
+the registers are counted: a demoted predicate lives in a 32-bit virtual
+register as 0 or 1 (`Demoter`). An op that writes it writes a fresh predicate
+and `simt.alu "selp" vW, 1, 0, vpT` follows under the op's guard; an op or a
+branch that reads it gets `simt.setp "ne" vpT, vW, 0` just before. The words
+are values like any other and spill where registers run short; the kernel
+records `demoted`. An op that reads more distinct predicates than `preds` is
+refused: `error: kernel 'k' needs 2 predicate registers per lane at k.ptx:7:2
+even after keeping predicates as words, the machine has 1 (option preds)`.
 """
 
 from __future__ import annotations
@@ -260,6 +269,73 @@ class Spiller:
             block.insert_op_after(_at(store, op), op)
 
 
+class Demoter:
+    """Keeps chosen predicates as 0/1 words in 32-bit virtual registers: an op
+    that writes one writes a fresh predicate and `selp` turns it into the word
+    just after (under the op's guard, which keeps the old word where it
+    fails); an op or branch that reads one gets `setp.ne` of the word into a
+    fresh predicate just before. The words are ordinary values from then on,
+    spilled like any other where registers run short."""
+
+    def __init__(self, spiller: Spiller):
+        self.spiller = spiller          # numbers the new registers
+        self.temps = spiller.temps      # short-lived like spill temporaries
+        self.words: dict[RegAttr, RegAttr] = {}
+
+    def fresh(self, kind: str) -> RegAttr:
+        r = RegAttr(kind, self.spiller.next)
+        self.spiller.next += 1
+        return r
+
+    def demote(self, victims: list[RegAttr], order: list[Operation]) -> None:
+        chosen = {v: self.fresh("v") for v in victims}
+        self.words.update(chosen)
+        for op in order:
+            if isinstance(op, simt.MachineOp | simt.BranchOp):
+                self.rewrite(op, chosen)
+
+    def rewrite(self, op: simt.MachineOp | simt.BranchOp, chosen: dict[RegAttr, RegAttr]
+                ) -> None:
+        reads = [r for r in dict.fromkeys(op.uses()) if r in chosen]
+        writes = [r for r in register_defs(op) if r in chosen]
+        if not reads and not writes:
+            return
+        temps = {r: self.fresh("vp") for r in dict.fromkeys(reads + writes)}
+        self.temps.update(temps.values())
+        block = op.parent_block()
+        assert block is not None
+        for r in reads:
+            block.insert_op_before(_at(simt.SetpOp("ne", temps[r], chosen[r], 0), op), op)
+        if isinstance(op, simt.BranchOp):
+            op.properties["cond"] = simt.GuardAttr(temps[op.cond.pred], op.cond.is_negated)
+            return
+        op.replace_regs(temps)
+        for r in writes:
+            select = simt.AluOp("selp", chosen[r], [1, 0, temps[r]], op.guard)
+            block.insert_op_after(_at(select, op), op)
+
+
+def demote_until_it_fits(kernel: simt.KernelOp, preds: int, spiller: Spiller) -> int:
+    """Demote predicates (`Demoter`) until at most `preds` are live at once, the
+    cheapest first as `choose_spills` picks registers; returns how many."""
+    demoter = Demoter(spiller)
+    while True:
+        intervals, order = live_intervals(kernel, temps=demoter.temps)
+        group = [iv for r, iv in intervals.items()
+                 if isinstance(r, RegAttr) and r.kind.data == "vp"]
+        victims = choose_spills(group, preds, demoter.temps, spill_weights(kernel))
+        if victims is None:
+            op = max(order, key=lambda op: len({r for r in register_uses(op) if r.is_pred}))
+            need = len({r for r in register_uses(op) if r.is_pred})
+            raise DiagnosticException(
+                f"{ptx.location_prefix(kernel)}error: kernel '{kernel.kernel_name}' needs "
+                f"{simt.plural(need, 'predicate register')} per lane at {_where(op)} even "
+                f"after keeping predicates as words, the machine has {preds} (option preds)")
+        if not victims:
+            return len(demoter.words)
+        demoter.demote(victims, order)
+
+
 def _at(new: Operation, served: Operation) -> Operation:
     """Spill code keeps the location of the op it serves."""
     new.location = served.location
@@ -282,11 +358,10 @@ def least_registers(order: list[Operation]) -> tuple[int, Operation]:
     return need(op), op
 
 
-def spill_until_it_fits(kernel: simt.KernelOp, regs: int
+def spill_until_it_fits(kernel: simt.KernelOp, regs: int, spiller: Spiller
                         ) -> tuple[Spiller, dict[Hashable, Interval], list[Operation]]:
     """Spill and rescan until at most `regs` 32-bit ranges are live at once;
     returns the spiller and the live ranges (with the ops in order) that fit."""
-    spiller = Spiller(kernel)
     while True:
         intervals, order = live_intervals(kernel, temps=spiller.temps)
         group = [iv for r, iv in intervals.items()
@@ -365,7 +440,9 @@ def allocate(kernel: simt.KernelOp, regs: int, preds: int) -> None:
     if kernel.regs is not None:
         return  # already allocated
     _check_not_mixed(kernel)
-    spiller, intervals, order = spill_until_it_fits(kernel, regs)
+    spiller = Spiller(kernel)
+    demoted = demote_until_it_fits(kernel, preds, spiller)
+    spiller, intervals, order = spill_until_it_fits(kernel, regs, spiller)
     mapping: dict[RegAttr, RegAttr] = {}
     for virtual, physical, limit, what, option in (
             ("v", "r", regs, "register", "regs"), ("vp", "p", preds, "predicate register",
@@ -391,6 +468,9 @@ def allocate(kernel: simt.KernelOp, regs: int, preds: int) -> None:
         kernel.set_limit("spill_words", compact_slots(kernel))
         drop_redundant_reloads(kernel)
         kernel.set_limit("spilled", len(spiller.slots))
+    if demoted:
+        kernel.set_limit("demoted", demoted)
+    if spiller.slots or demoted:
         _check_formed_blocks(kernel)
     kernel.set_limit("regs", regs)
     kernel.set_limit("preds", preds)
@@ -404,7 +484,7 @@ class SimtAllocateRegistersPass(ModulePass):
     """32-bit registers per lane (more live values are spilled)."""
 
     preds: int = simt.DEFAULT_PREDS
-    """Predicate registers per lane (never spilled)."""
+    """Predicate registers per lane (more live predicates are kept as 0/1 words)."""
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         if self.regs < 1 or self.preds < 1:

@@ -54,7 +54,7 @@ class KernelOp(IRDLOperation):
 
         simt.kernel @k(ptr a, u32 n) lanes 4 mem_words 128 [shared_words 4]
             [dynamic_shared 4] [shared_vars (tile: 16 align 4, s: extern align 4)]
-            [spill_words 2] [max_blocks 32 max_ops 8] [regs 15 [spilled 3] preds 8] { ... }
+            [spill_words 2] [max_blocks 32 max_ops 8] [regs 15 [spilled 3] preds 8 [demoted 2]] { ... }
 
     `shared_vars` declares the `.shared` variables until `simt-layout-memory`
     places them (`shared_words` static words, extern arrays from word
@@ -71,6 +71,8 @@ class KernelOp(IRDLOperation):
     `spill_words` is the number of spill slots each thread has (`spill[0]` ..),
     `spilled` the number of virtual registers that live in them; both are set
     by `simt-allocate-registers` when a kernel needs more than `regs`.
+    `demoted` counts the predicates it keeps as 0/1 words where a kernel needs
+    more than `preds`.
     """
 
     name = "simt.kernel"
@@ -89,6 +91,7 @@ class KernelOp(IRDLOperation):
     spill_words = opt_prop_def(IntegerAttr[I64])
     local_words = opt_prop_def(IntegerAttr[I64])
     spilled = opt_prop_def(IntegerAttr[I64])
+    demoted = opt_prop_def(IntegerAttr[I64])
     pointer_values = opt_prop_def(UnitAttr)
     body = region_def()
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
@@ -100,7 +103,7 @@ class KernelOp(IRDLOperation):
         "(`shared_vars` custom<SharedVars>($shared_vars)^)? "
         "(`spill_words` $spill_words^)? (`local_words` $local_words^)? "
         "(`max_blocks` $max_blocks^)? (`max_ops` $max_ops^)? "
-        "(`regs` $regs^)? (`spilled` $spilled^)? (`preds` $preds^)? "
+        "(`regs` $regs^)? (`spilled` $spilled^)? (`preds` $preds^)? (`demoted` $demoted^)? "
         "(`pointer_values` $pointer_values^)? "
         "attr-dict-with-keyword $body")
 

@@ -15,3 +15,17 @@ UNARY(fmod_f, fmodf(v, 3.0f))
 UNARY(expm1_f, expm1f(v))
 UNARY(hypot_f, hypotf(v, 2.0f))
 UNARY(sigmoid_f, 1.0f / (1.0f + expf(-v)))
+// more of libm (issue 23, session 3): some need more than 8 predicates live
+// at once (remainderf with the rest of a division's checks), which the machine
+// keeps as 0/1 words
+__device__ float frexp_ldexp(float v) { int e; float m = frexpf(v, &e); return ldexpf(m, e % 7); }
+UNARY(pow_f, powf(fabsf(v) + 0.5f, 1.75f))
+UNARY(exp2_f, exp2f(v))
+UNARY(log2_f, log2f(fabsf(v) + 1.0f))
+UNARY(log10_f, log10f(fabsf(v) + 1.0f))
+UNARY(sinh_f, sinhf(v))
+UNARY(asin_f, asinf(v * 0.01f))
+UNARY(acos_f, acosf(v * 0.01f))
+UNARY(atan_f, atanf(v))
+UNARY(remainder_f, remainderf(v, 2.0f) + 1.0f / v + v / 7.0f)
+UNARY(frexp_f, frexp_ldexp(v))
