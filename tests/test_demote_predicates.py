@@ -20,7 +20,6 @@ from qgc.runtime.launch import load_launch
 from qgc.runtime.ref import run_ref
 from qgc.runtime.simt_engine import run_simt
 
-
 SIMT = stage("simt")
 #: the tensor stages up to the step program, memory sized for any example
 EXPANDED = with_options(up_to(stage("tensor"), "convert-simt-to-tensor"), "convert-ptx-to-simt",
