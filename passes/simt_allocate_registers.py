@@ -296,22 +296,29 @@ class Demoter:
 
     def rewrite(self, op: simt.MachineOp | simt.BranchOp, chosen: dict[RegAttr, RegAttr]
                 ) -> None:
-        reads = [r for r in dict.fromkeys(op.uses()) if r in chosen]
-        writes = [r for r in register_defs(op) if r in chosen]
+        """Reads take a fresh predicate set from the word before `op`, writes
+        another, copied into the word after it: an op that writes its own
+        guard's predicate still has its guard (the value before it) for the copy."""
+        reads = {r: self.fresh("vp") for r in dict.fromkeys(op.uses()) if r in chosen}
+        writes = {r: self.fresh("vp") for r in register_defs(op) if r in chosen}
         if not reads and not writes:
             return
-        temps = {r: self.fresh("vp") for r in dict.fromkeys(reads + writes)}
-        self.temps.update(temps.values())
+        self.temps.update(reads.values(), writes.values())
         block = op.parent_block()
         assert block is not None
-        for r in reads:
-            block.insert_op_before(_at(simt.SetpOp("ne", temps[r], chosen[r], 0), op), op)
+        for r, t in reads.items():
+            block.insert_op_before(_at(simt.SetpOp("ne", t, chosen[r], 0), op), op)
         if isinstance(op, simt.BranchOp):
-            op.properties["cond"] = simt.GuardAttr(temps[op.cond.pred], op.cond.is_negated)
+            op.properties["cond"] = simt.GuardAttr(reads[op.cond.pred], op.cond.is_negated)
             return
-        op.replace_regs(temps)
-        for r in writes:
-            select = simt.AluOp("selp", chosen[r], [1, 0, temps[r]], op.guard)
+        op.replace_sources(reads)
+        if op.guard is not None and op.guard.pred in reads:
+            op.properties["guard"] = simt.GuardAttr(reads[op.guard.pred], op.guard.is_negated)
+        for name, reg in op.def_props().items():
+            if reg in writes:
+                op.properties[name] = writes[reg]
+        for r, t in writes.items():
+            select = simt.AluOp("selp", chosen[r], [1, 0, t], op.guard)
             block.insert_op_after(_at(select, op), op)
 
 

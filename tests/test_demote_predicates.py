@@ -108,3 +108,46 @@ def test_random_programs_with_few_predicates_agree_with_the_oracle(family, preds
     refusals = ("is not yet supported by the machine", "even after keeping predicates as words")
     assert on_random_programs([family], 25, pipeline, check, refusals) > 0
     assert demoted[0] > 0
+
+
+#: an op that writes its own guard's predicate (vp0), demoted: the copy into
+#: the word must be guarded by the value from before the op (regression: a
+#: lane where the new value is false kept the old word)
+SELF_GUARD = """
+builtin.module {
+  simt.kernel @k(ptr a) lanes 4 mem_words 128 {
+    simt.ld v0, param[0]
+    simt.special v1, "tid.x"
+    simt.setp "lt.u" vp0, v1, 3
+    simt.setp "lt.u" vp0, v1, 2 guard vp0
+    simt.setp "gt.u" vp1, v1, 0
+    simt.setp "ne" vp2, v1, 1
+    simt.alu "selp" v3, 1, 2, vp1
+    simt.alu "selp" v5, 100, 200, vp2
+    simt.alu "selp" v6, 1000, 2000, vp1
+    simt.alu "selp" v7, 10000, 20000, vp2
+    simt.alu "add" v3, v3, v5
+    simt.alu "add" v3, v3, v6
+    simt.alu "add" v3, v3, v7
+    simt.alu "selp" v2, 10, 20, vp0
+    simt.alu "add" v2, v2, v3
+    simt.alu "add" v4, v0, v1
+    simt.st global[v4 + 0], v2 buffer 0
+    simt.exit
+  }
+}
+"""
+
+
+def test_an_op_that_writes_its_own_guard_keeps_it_for_the_copy():
+    from qgc.context import make_context
+    launch = load_launch({"kernel": "k", "grid": [1, 1, 1], "block": [4, 1, 1],
+                          "args": [{"type": "u32*", "data": [0] * 4}]})
+    plain = driver.parse_ir(make_context(), SELF_GUARD, "self_guard.mlir")
+    ctx = make_context()
+    demoted = driver.parse_ir(ctx, SELF_GUARD, "self_guard.mlir")
+    driver.apply(ctx, demoted, "simt-allocate-registers{preds=2}")
+    assert simt.kernels_of(demoted)[0].limit("demoted") == 1
+    want = [[12112, 21211, 11121, 11121]]
+    assert run_simt(plain, launch).buffers == run_simt(demoted, launch).buffers == want
+
