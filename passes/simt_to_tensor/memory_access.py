@@ -191,13 +191,11 @@ class MemoryAccess:
             return
         keys = [w[0] for w in where]
         rec_addr = [self.zext(keys[ln], self.vocab.address_bits) for ln in lanes]
-        if isinstance(op, simt.LdOp) and op in self.uniform_loads:
-            values = [self.uniform_load(keys, ens, where[0][2])] * simt.LANES
-            for ln in lanes:
-                self.define(regs, ln, op.dst, values[ln], guards[ln])
-            return
         if isinstance(op, simt.LdOp):
-            values = [self.load(keys[ln], ens[ln], where[ln][2]) for ln in lanes]
+            if op in self.uniform_loads:
+                values = [self.uniform_load(keys, ens, where[0][2])] * simt.LANES
+            else:
+                values = [self.load(keys[ln], ens[ln], where[ln][2]) for ln in lanes]
             for ln in lanes:
                 self.define(regs, ln, op.dst, values[ln], guards[ln])
             return

@@ -83,7 +83,7 @@ class Layout:
     shared_words: int = 0         # words of shared memory per CTA
     spill: SpillArea | None = None  # the threads' spill slots, after the shared windows
     packed: set[int] = field(default_factory=set)   # byte/halfword buffers packed in words
-    ctas: int = 1
+    ctas: int = 1                 # CTAs of the launch (shared windows)
 
     def regions(self, kernel: simt.KernelOp) -> dict[str, int]:
         out = {"params": len(kernel.params), "bounds": self.bounds}
