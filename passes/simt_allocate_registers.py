@@ -239,9 +239,15 @@ class Spiller:
                    if r.kind.data == "v"]
         self.next = max(virtual, default=-1) + 1
 
-    def temp(self) -> RegAttr:
-        t = RegAttr("v", self.next)
+    def fresh(self, kind: str = "v") -> RegAttr:
+        """A new virtual register (`v`) or predicate (`vp`)."""
+        r = RegAttr(kind, self.next)
         self.next += 1
+        return r
+
+    def temp(self, kind: str = "v") -> RegAttr:
+        """A fresh temporary: read or written next to one op, never spilled."""
+        t = self.fresh(kind)
         self.temps.add(t)
         return t
 
@@ -278,17 +284,11 @@ class Demoter:
     spilled like any other where registers run short."""
 
     def __init__(self, spiller: Spiller):
-        self.spiller = spiller          # numbers the new registers
-        self.temps = spiller.temps      # short-lived like spill temporaries
+        self.spiller = spiller          # numbers the new registers, holds the temporaries
         self.words: dict[RegAttr, RegAttr] = {}
 
-    def fresh(self, kind: str) -> RegAttr:
-        r = RegAttr(kind, self.spiller.next)
-        self.spiller.next += 1
-        return r
-
     def demote(self, victims: list[RegAttr], order: list[Operation]) -> None:
-        chosen = {v: self.fresh("v") for v in victims}
+        chosen = {v: self.spiller.fresh() for v in victims}
         self.words.update(chosen)
         for op in order:
             if isinstance(op, simt.MachineOp | simt.BranchOp):
@@ -299,11 +299,10 @@ class Demoter:
         """Reads take a fresh predicate set from the word before `op`, writes
         another, copied into the word after it: an op that writes its own
         guard's predicate still has its guard (the value before it) for the copy."""
-        reads = {r: self.fresh("vp") for r in dict.fromkeys(op.uses()) if r in chosen}
-        writes = {r: self.fresh("vp") for r in register_defs(op) if r in chosen}
+        reads = {r: self.spiller.temp("vp") for r in dict.fromkeys(op.uses()) if r in chosen}
+        writes = {r: self.spiller.temp("vp") for r in register_defs(op) if r in chosen}
         if not reads and not writes:
             return
-        self.temps.update(reads.values(), writes.values())
         block = op.parent_block()
         assert block is not None
         for r, t in reads.items():
@@ -326,21 +325,32 @@ def demote_until_it_fits(kernel: simt.KernelOp, preds: int, spiller: Spiller) ->
     """Demote predicates (`Demoter`) until at most `preds` are live at once, the
     cheapest first as `choose_spills` picks registers; returns how many."""
     demoter = Demoter(spiller)
+    _, order, fits = rewrite_until_it_fits(kernel, "vp", preds, spiller.temps, demoter.demote)
+    if not fits:
+        def reads(op: Operation) -> int:
+            return len({r for r in register_uses(op) if r.is_pred})
+        op = max(order, key=reads)
+        raise DiagnosticException(
+            f"{ptx.location_prefix(kernel)}error: kernel '{kernel.kernel_name}' needs "
+            f"{simt.plural(reads(op), 'predicate register')} per lane at {_where(op)} even "
+            f"after keeping predicates as words, the machine has {preds} (option preds)")
+    return len(demoter.words)
+
+
+def rewrite_until_it_fits(kernel: simt.KernelOp, kind: str, limit: int, temps: set[RegAttr],
+                          rewrite) -> tuple[dict[Hashable, Interval], list[Operation], bool]:
+    """Scan the `kind` ranges (`v` or `vp`) with `limit` registers and
+    `rewrite(victims, order)` the ones `choose_spills` picks, until they fit;
+    returns the last live ranges, the ops in order, and whether they fit
+    (not where only temporaries are live at the peak: rewriting cannot help)."""
     while True:
-        intervals, order = live_intervals(kernel, temps=demoter.temps)
+        intervals, order = live_intervals(kernel, temps=temps)
         group = [iv for r, iv in intervals.items()
-                 if isinstance(r, RegAttr) and r.kind.data == "vp"]
-        victims = choose_spills(group, preds, demoter.temps, spill_weights(kernel))
-        if victims is None:
-            op = max(order, key=lambda op: len({r for r in register_uses(op) if r.is_pred}))
-            need = len({r for r in register_uses(op) if r.is_pred})
-            raise DiagnosticException(
-                f"{ptx.location_prefix(kernel)}error: kernel '{kernel.kernel_name}' needs "
-                f"{simt.plural(need, 'predicate register')} per lane at {_where(op)} even "
-                f"after keeping predicates as words, the machine has {preds} (option preds)")
+                 if isinstance(r, RegAttr) and r.kind.data == kind]
+        victims = choose_spills(group, limit, temps, spill_weights(kernel))
         if not victims:
-            return len(demoter.words)
-        demoter.demote(victims, order)
+            return intervals, order, victims is not None
+        rewrite(victims, order)
 
 
 def _at(new: Operation, served: Operation) -> Operation:
@@ -366,23 +376,18 @@ def least_registers(order: list[Operation]) -> tuple[int, Operation]:
 
 
 def spill_until_it_fits(kernel: simt.KernelOp, regs: int, spiller: Spiller
-                        ) -> tuple[Spiller, dict[Hashable, Interval], list[Operation]]:
+                        ) -> tuple[dict[Hashable, Interval], list[Operation]]:
     """Spill and rescan until at most `regs` 32-bit ranges are live at once;
-    returns the spiller and the live ranges (with the ops in order) that fit."""
-    while True:
-        intervals, order = live_intervals(kernel, temps=spiller.temps)
-        group = [iv for r, iv in intervals.items()
-                 if isinstance(r, RegAttr) and r.kind.data == "v"]
-        victims = choose_spills(group, regs, spiller.temps, spill_weights(kernel))
-        if victims is None:
-            need, op = least_registers(order)
-            raise DiagnosticException(
-                f"{ptx.location_prefix(kernel)}error: kernel '{kernel.kernel_name}' needs "
-                f"{simt.plural(need, 'register')} per lane at {_where(op)} even "
-                f"after spilling, the machine has {regs} (option regs)")
-        if not victims:
-            return spiller, intervals, order
-        spiller.spill(victims, order)
+    returns the live ranges (with the ops in order) that fit."""
+    intervals, order, fits = rewrite_until_it_fits(kernel, "v", regs, spiller.temps,
+                                                   spiller.spill)
+    if not fits:
+        need, op = least_registers(order)
+        raise DiagnosticException(
+            f"{ptx.location_prefix(kernel)}error: kernel '{kernel.kernel_name}' needs "
+            f"{simt.plural(need, 'register')} per lane at {_where(op)} even "
+            f"after spilling, the machine has {regs} (option regs)")
+    return intervals, order
 
 
 def compact_slots(kernel: simt.KernelOp) -> int:
@@ -449,7 +454,7 @@ def allocate(kernel: simt.KernelOp, regs: int, preds: int) -> None:
     _check_not_mixed(kernel)
     spiller = Spiller(kernel)
     demoted = demote_until_it_fits(kernel, preds, spiller)
-    spiller, intervals, order = spill_until_it_fits(kernel, regs, spiller)
+    intervals, order = spill_until_it_fits(kernel, regs, spiller)
     mapping: dict[RegAttr, RegAttr] = {}
     for virtual, physical, limit, what, option in (
             ("v", "r", regs, "register", "regs"), ("vp", "p", preds, "predicate register",

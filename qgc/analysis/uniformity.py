@@ -28,9 +28,10 @@ from qgc.analysis.dataflow import Cfg
 from qgc.dialects import simt
 from qgc.dialects.simt import GuardAttr, RegAttr
 
-#: Special registers with one value for a whole warp.
-UNIFORM_SPECIALS = frozenset(f"{r}.{d}" for r in ("ntid", "ctaid", "nctaid") for d in "xyz") \
-    | {"warpid", "nwarpid"}
+#: Special registers with one value for a whole warp: the CTA's geometry but
+#: `tid`, and the warp's own.
+UNIFORM_SPECIALS = frozenset(s for s in simt.GEOMETRY_SPECIALS if not s.startswith("tid.")) \
+    | frozenset(simt.WARP_SPECIALS)
 
 #: Where a value is known: on every lane (None), or on the lanes where a
 #: predicate holds, (predicate register, negated) as an op's guard.
@@ -142,36 +143,35 @@ def uniform_registers(kernel: simt.KernelOp) -> dict[Operation, State]:
     holding a warp-uniform value just before it, with their value numbers."""
     cfg = Cfg.of(kernel)
     numbers = _Numbers()
-    state_in: dict[Block, State | None] = {b: None for b in cfg.blocks}
-    if not cfg.blocks:
-        return {}
-
-    def out_of(b: Block) -> State | None:
-        state = state_in[b]
-        if state is None:
-            return None
-        state = dict(state)
-        for op in b.ops:
-            _step(op, state, numbers)
-        return state
-
+    state_in: dict[Block, State | None] = dict.fromkeys(cfg.blocks)
+    state_out: dict[Block, State | None] = dict.fromkeys(cfg.blocks)
     changed = True
     while changed:
         changed = False
         for b in cfg.blocks:
-            reached = [s for p in cfg.preds[b] if (s := out_of(p)) is not None]
+            reached = [s for p in cfg.preds[b] if (s := state_out[p]) is not None]
             if b is cfg.blocks[0]:
                 reached.append({})              # the kernel's start: nothing known
             new = _meet(reached) if reached else None
             if new != state_in[b]:
-                state_in[b], changed = new, True
+                assert new is not None          # states only shrink once reached
+                state_in[b], state_out[b], changed = new, _through(b, new, numbers), True
     before: dict[Operation, State] = {}
     for b in cfg.blocks:
-        state = dict(state_in[b] or {})
-        for op in b.ops:
-            before[op] = dict(state)
-            _step(op, state, numbers)
+        _through(b, state_in[b] or {}, numbers, before)
     return before
+
+
+def _through(block: Block, state: State, numbers: _Numbers,
+             before: dict[Operation, State] | None = None) -> State:
+    """The state after `block` from `state` at its entry; `before` records
+    the state before each op."""
+    state = dict(state)
+    for op in block.ops:
+        if before is not None:
+            before[op] = dict(state)
+        _step(op, state, numbers)
+    return state
 
 
 def uniform_addresses(kernel: simt.KernelOp) -> set[Operation]:

@@ -83,7 +83,6 @@ class Layout:
     shared_words: int = 0         # words of shared memory per CTA
     spill: SpillArea | None = None  # the threads' spill slots, after the shared windows
     packed: set[int] = field(default_factory=set)   # byte/halfword buffers packed in words
-    ctas: int = 1                 # CTAs of the launch (shared windows)
 
     def regions(self, kernel: simt.KernelOp) -> dict[str, int]:
         out = {"params": len(kernel.params), "bounds": self.bounds}
@@ -91,7 +90,9 @@ class Layout:
             out["high words"] = len(kernel.wide_params())
         for i, size in self.sizes.items():
             out[f"buffer {i} ({kernel.params[i][0]})"] = size
-        shared_end = self.shared_base + self.shared_words * self.ctas
+        # the shared windows end where the spill area's alignment starts
+        shared_end = self.total if self.spill is None else \
+            self.shared_base + self.shared_words * self.spill.ctas
         if self.shared_words:
             out["shared"] = shared_end - self.shared_base
         if self.spill:
@@ -163,10 +164,9 @@ def spill_area(kernel: simt.KernelOp, launch: Launch, base: int) -> SpillArea | 
     spilled, then the `.local` frame."""
     if not kernel.thread_words:
         return None
-    ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
     align = 1 << bank_bits(kernel.mem_words.value.data)
     return SpillArea(_round_up(base, align), kernel.thread_words, launch.threads_per_block,
-                     ctas, kernel.spill_size, align)
+                     launch.ctas, kernel.spill_size, align)
 
 
 def _check_arg(i: int, arg, pname: str, ptype: str) -> None:
@@ -222,7 +222,7 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
         sizes[i] = len(buffer_words(launch.args[i], params[i][1]))
         cursor += sizes[i]
     shared_base, shared = cursor, kernel.shared_window(launch.dynamic_shared_bytes)
-    ctas = launch.grid[0] * launch.grid[1] * launch.grid[2]
+    ctas = launch.ctas
     total = cursor + shared * ctas
     spill = spill_area(kernel, launch, total)
     total = spill.base + spill.total if spill else total
@@ -254,7 +254,7 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
         _write_ref_words(kernel, launch, bases, words)
     packed = {i for i in pointers if is_packed(launch.args[i], params[i][1])}
     return Layout(words, bases, sizes, len(params), 2 * len(pointers), total, shared_base,
-                  shared, spill, packed, ctas)
+                  shared, spill, packed)
 
 
 def is_packed(arg, ptype: str) -> bool:
