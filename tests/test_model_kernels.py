@@ -57,13 +57,6 @@ NARROW = {(name, compiler) for name in ("dot", "saxpy_s32", "vector_add", "vote_
 #: shuffles, a suite kernel at the 2B shape (test_model_engine decodes dot
 #: and vector_add in CI)
 IN_CI = {("reverse_dynshared", "nvcc"), ("warp_reduce_shfl", "nvcc"), ("bit_intrinsics_u", "nvcc")}
-#: examples whose step program the layer schedule cannot fit in a model this
-#: test can hold: half_mix's needs about 2,150 residual coordinates live at
-#: once, and the budgets that fit hidden 2048 stall at it, one unit every few
-#: halves: 3,600 to 3,800 layers (`qgc compile`: 4,005), terabytes of
-#: file-backed float32 weights. It runs under ref, simt and tensor
-#: (tests/test_tensor_kernels.py, test_simt.py).
-TOO_DEEP = {"half_mix"}
 #: (kernel, compiler) also decoded token by token in bfloat16 (about a second
 #: a token on 2 cores: `make test-full` only)
 DECODED = {("vote_ballot", "nvcc"), ("bit_tricks", "nvcc")}
@@ -139,8 +132,6 @@ def ref_buffers(path: Path, launch):
 def cases() -> list[Case]:
     out = []
     for name, compiler, suffix in sorted(accepted_cases()):
-        if name in TOO_DEEP:
-            continue
         launch = load_launch(EXAMPLES / name / "launch.json")
         out.append(Case(name, compiler, EXAMPLES / name / f"{name}{suffix}", launch, None))
     for spec in sorted(SHARED_KERNELS.glob("*.json")):

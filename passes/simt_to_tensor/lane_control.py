@@ -6,6 +6,7 @@ from xdsl.ir import SSAValue
 
 from qgc import protocol as P
 from qgc.dialects import simt
+from qgc.dialects import tensor as T
 from qgc.passes.simt_to_tensor.step_values import END_BITS, LA, BlockResult, Control, Record
 
 
@@ -34,7 +35,7 @@ class LaneControl:
         """Each lane's next block; the warp's next block by min-PC (or a
         barrier wait when every live lane waits); the new `lanes` and `flags`
         words and, if the executing block changed them, the `preds` word."""
-        b, N, lanes = self.b, len(self.blocks), range(simt.LANES)
+        b, lanes = self.b, range(simt.LANES)
         targets = [self.by_block([r.target[ln] for r in results]) for ln in lanes]
         new_pc, new_exit, new_wait = [], [], []
         for ln in lanes:
@@ -45,32 +46,7 @@ class LaneControl:
                                             ctl.exited[ln]))
             new_wait.append(self.alu.select(act, b.slice(t, P.BLOCK_BITS + 1, END_BITS),
                                             ctl.wait[ln]))
-        ready = [self.none_of([new_exit[ln], new_wait[ln]]) for ln in lanes]
-
-        def first_block(state: list[SSAValue]) -> tuple[list[SSAValue], SSAValue]:
-            """One-hot of the lowest block any lane in `state` waits at, and
-            whether there is one."""
-            hits = []
-            for ln in lanes:
-                pcb = self.bits_of(new_pc[ln])
-                hits.append(b.threshold(pcb + [state[ln]], [
-                    ({i: (1 if n >> i & 1 else -1) for i in range(P.BLOCK_BITS)}
-                     | {P.BLOCK_BITS: 1}, n.bit_count() + 1) for n in range(N)]))
-            any_n = b.threshold(hits, [({ln * N + n: 1 for ln in lanes}, 1) for n in range(N)])
-            first = b.threshold([any_n], [({n: 1} | {m: -1 for m in range(n)}, 1)
-                                          for n in range(N)])
-            return self.bits_of(first), self.any_of(self.bits_of(any_n))
-
-        first_ready, some_ready = first_block(ready)
-        waiting = [self.gate([new_wait[ln]], [new_exit[ln]]) for ln in lanes]
-        first_wait, _ = first_block(waiting)
-        barrier = self.none_of([some_ready])
-        exited_all = self.gate(new_exit, need=simt.LANES)
-        bar = self.gate([barrier], [exited_all])
-        sel = [self.any_of([first_ready[n], self.gate([first_wait[n], barrier])])
-               for n in range(N)]
-        nb = b.threshold(sel, [({n: 1 for n in range(N) if n >> i & 1}, 1)
-                               for i in range(P.BLOCK_BITS)])
+        nb, waiting, exited_all, bar = self.next_block(new_pc, new_exit, new_wait)
         self.end_row = b.concat([nb, exited_all, bar])
         lanes_word = b.concat([self.alu.xor(new_pc[ln], nb) for ln in lanes])
         flags_word = b.concat([b.concat([new_exit[ln], waiting[ln], self.const(0, 6)])
@@ -85,6 +61,63 @@ class LaneControl:
             valid = self.by_block([self.const(int(p is not None), 1) for p in preds])
             out.insert(0, Record(valid, self.warp_slot("preds"), word))
         return out
+
+    def next_block(self, new_pc: list[SSAValue], new_exit: list[SSAValue],
+                   new_wait: list[SSAValue]) -> tuple[SSAValue, list[SSAValue], SSAValue,
+                                                      SSAValue]:
+        """The warp's next block from its lanes' (min-PC: the lowest block a
+        ready lane waits at, else the lowest a lane held at a barrier waits
+        at, else 0), each lane's waiting bit, whether every lane exited, and
+        whether the warp waits at a barrier."""
+        lanes = range(simt.LANES)
+        ready = [self.none_of([new_exit[ln], new_wait[ln]]) for ln in lanes]
+        waiting = [self.gate([new_wait[ln]], [new_exit[ln]]) for ln in lanes]
+        barrier = self.none_of(ready)
+        exited_all = self.gate(new_exit, need=simt.LANES)
+        bar = self.gate([barrier], [exited_all])
+        if len(self.blocks) == 1:
+            return self.const(0, P.BLOCK_BITS), waiting, exited_all, bar
+        # the lowest block of a ready lane, else (a barrier) of a waiting one;
+        # a lane is out of the first race where it exited or waits, of the second
+        # where it exited or does not wait
+        width = (len(self.blocks) - 1).bit_length()      # the bits a block number needs
+        pc = [self.b.slice(new_pc[ln], 0, width) for ln in lanes]
+        won_ready = self.lowest_lane(pc, [[r] for r in ready],
+                                     [([new_exit[ln], new_wait[ln]], (1, 1), 1) for ln in lanes])
+        won_wait = self.lowest_lane(pc, [[w, barrier] for w in waiting],
+                                    [([new_exit[ln], new_wait[ln]], (1, -1), 0) for ln in lanes])
+        nb = self.zext(self.pick([(won[ln], pc[ln]) for won in (won_ready, won_wait)
+                                  for ln in lanes]), P.BLOCK_BITS)
+        return nb, waiting, exited_all, bar
+
+    def lowest_lane(self, pc: list[SSAValue], runs: list[list[SSAValue]],
+                    out: list[tuple[list[SSAValue], tuple[int, ...], int]]) -> list[SSAValue]:
+        """One-hot of the lane whose block is lowest among the lanes that run
+        (lane ln runs where every bit of `runs[ln]` is set; the lowest such
+        lane on a tie; none where no lane runs). `out[ln]` = (bits, weights,
+        t): [Σ weight·bit ≥ t] where lane ln is out of the race, which pushes
+        its key past every block. Every pair of lanes compares keys side by
+        side: 3 levels (4 at 256 blocks) and at most about 20 bits a lane,
+        where a one-hot of the blocks cost about 10 bits a block."""
+        lanes = range(simt.LANES)
+        width = T.width_of(pc[0])
+        key = []
+        for ln in lanes:
+            bits, weights, t = out[ln]
+            terms = {width + k: w for k, w in enumerate(weights)}
+            if width == 8 and len(self.blocks) < 1 << width:
+                # a ninth bit would take a second compare level: the all-ones
+                # block, which no block is, stands for "out"
+                lift = t - sum(min(w, 0) for w in weights)   # a set bit alone reaches t
+                key.append(self.b.threshold([pc[ln], *bits], [({i: lift} | terms, t)
+                                                              for i in range(width)]))
+            else:                                         # a bit above the block: "out"
+                flag = self.b.threshold(bits, [({k - width: w for k, w in terms.items()}, t)])
+                key.append(self.b.concat([pc[ln], flag]))
+        beats = [[self.alu.setp("lt.u" if i > j else "le.u", key[i], key[j])
+                  for j in lanes if j != i] for i in lanes]
+        return [self.gate([*runs[i], *beats[i]], need=len(runs[i]) + len(beats[i]))
+                for i in lanes]
 
     def differs(self, new: SSAValue, old: SSAValue) -> SSAValue:
         return self.any_of(self.bits_of(self.alu.xor(new, old)))

@@ -19,7 +19,7 @@ builtin.module {
 }
 
 // CHECK:      builtin.module {
-// CHECK-NEXT:   weights.model @k config {hidden_size = 2048 : i64, intermediate_size = 6144 : i64, linear_num_key_heads = 16 : i64, linear_num_value_heads = 16 : i64, linear_key_head_dim = 128 : i64, linear_value_head_dim = 128 : i64, linear_conv_kernel_dim = 4 : i64} machine {max_blocks = 256 : i64, max_ops = 16 : i64, regs = 15 : i64, preds = 8 : i64, lanes = 4 : i64, mem_words = 127 : i64, layers = 14 : i64, fingerprint = "{{[0-9a-f]+}}"} vocabulary {records = #builtin.int<7>, blocks = #builtin.int<1>, warps = #builtin.int<8>, sites = #builtin.int<2>, ports = {{\[\[\]\]}}} encoding <hidden 2048, inputs 16 (118 bits), set 216> {
+// CHECK-NEXT:   weights.model @k config {hidden_size = 2048 : i64, intermediate_size = 6144 : i64, linear_num_key_heads = 16 : i64, linear_num_value_heads = 16 : i64, linear_key_head_dim = 128 : i64, linear_value_head_dim = 128 : i64, linear_conv_kernel_dim = 4 : i64} machine {max_blocks = 256 : i64, max_ops = 16 : i64, regs = 15 : i64, preds = 8 : i64, lanes = 4 : i64, mem_words = 127 : i64, layers = 14 : i64, fingerprint = "{{[0-9a-f]+}}"} vocabulary {records = #builtin.int<7>, blocks = #builtin.int<1>, warps = #builtin.int<8>, sites = #builtin.int<2>, ports = {{\[\[\]\]}}} encoding <hidden 2048, inputs 16 (118 bits), set 236> {
 // CHECK-NEXT:     weights.layer 0 heads 4 neurons 162 nonzeros <in_proj_qkv 371, in_proj_b 4, in_proj_z 512, out_proj 82, gate_proj 361, up_proj 162, down_proj 199, conv1d 1536, A_log 16, norm 128>
 // CHECK:          weights.layer 12 heads 0 neurons 8 nonzeros <gate_proj 26, up_proj 8, down_proj 7, A_log 16, norm 128>
 // CHECK-NEXT:     weights.layer 13 readout heads 0 neurons 42 nonzeros <gate_proj 83, up_proj 42, down_proj 82>
