@@ -9,6 +9,9 @@ from qgc.dialects import simt
 from qgc.dialects import tensor as T
 from qgc.passes.simt_to_tensor.step_values import END_BITS, LA, BlockResult, Control, Record
 
+#: the widest order compare that is one threshold row (`circuits/compare.py`)
+ONE_ROW_COMPARE_BITS = 8
+
 
 class LaneControl:
     """The `lanes` and `flags` words in, each lane's next block and the new
@@ -105,14 +108,14 @@ class LaneControl:
         for ln in lanes:
             bits, weights, t = out[ln]
             terms = {width + k: w for k, w in enumerate(weights)}
-            if width == 8 and len(self.blocks) < 1 << width:
-                # a ninth bit would take a second compare level: the all-ones
+            if width + 1 > ONE_ROW_COMPARE_BITS and len(self.blocks) < 1 << width:
+                # a bit more would take a second compare level: the all-ones
                 # block, which no block is, stands for "out"
                 lift = t - sum(min(w, 0) for w in weights)   # a set bit alone reaches t
                 key.append(self.b.threshold([pc[ln], *bits], [({i: lift} | terms, t)
                                                               for i in range(width)]))
             else:                                         # a bit above the block: "out"
-                flag = self.b.threshold(bits, [({k - width: w for k, w in terms.items()}, t)])
+                flag = self.b.threshold(bits, [(dict(enumerate(weights)), t)])
                 key.append(self.b.concat([pc[ln], flag]))
         beats = [[self.alu.setp("lt.u" if i > j else "le.u", key[i], key[j])
                   for j in lanes if j != i] for i in lanes]
