@@ -7,10 +7,8 @@ from xdsl.ir import SSAValue
 from qgc import protocol as P
 from qgc.dialects import simt
 from qgc.dialects import tensor as T
+from qgc.passes.simt_to_tensor.circuits.compare import ONE_ROW_COMPARE_BITS
 from qgc.passes.simt_to_tensor.step_values import END_BITS, LA, BlockResult, Control, Record
-
-#: the widest order compare that is one threshold row (`circuits/compare.py`)
-ONE_ROW_COMPARE_BITS = 8
 
 
 class LaneControl:
@@ -82,45 +80,43 @@ class LaneControl:
             return self.const(0, P.BLOCK_BITS), waiting, exited_all, bar
         # the lowest block of a ready lane, else (a barrier) of a waiting one;
         # a lane is out of the first race where it exited or waits, of the second
-        # where it exited or does not wait
+        # where it exited or does not wait: [exited·w_e + waits·w_w ≥ t]
         width = (len(self.blocks) - 1).bit_length()      # the bits a block number needs
         pc = [self.b.slice(new_pc[ln], 0, width) for ln in lanes]
-        won_ready = self.lowest_lane(pc, [[r] for r in ready],
-                                     [([new_exit[ln], new_wait[ln]], (1, 1), 1) for ln in lanes])
-        won_wait = self.lowest_lane(pc, [[w, barrier] for w in waiting],
-                                    [([new_exit[ln], new_wait[ln]], (1, -1), 0) for ln in lanes])
-        nb = self.zext(self.pick([(won[ln], pc[ln]) for won in (won_ready, won_wait)
-                                  for ln in lanes]), P.BLOCK_BITS)
+        state = [[new_exit[ln], new_wait[ln]] for ln in lanes]
+        races = (([[r] for r in ready], (1, 1, 1)), ([[w, barrier] for w in waiting], (1, -1, 0)))
+        won = [self.lowest_lane(pc, runs, state, out) for runs, out in races]
+        nb = self.zext(self.pick([(w[ln], pc[ln]) for w in won for ln in lanes]), P.BLOCK_BITS)
         return nb, waiting, exited_all, bar
 
     def lowest_lane(self, pc: list[SSAValue], runs: list[list[SSAValue]],
-                    out: list[tuple[list[SSAValue], tuple[int, ...], int]]) -> list[SSAValue]:
+                    state: list[list[SSAValue]], out: tuple[int, ...]) -> list[SSAValue]:
         """One-hot of the lane whose block is lowest among the lanes that run
         (lane ln runs where every bit of `runs[ln]` is set; the lowest such
-        lane on a tie; none where no lane runs). `out[ln]` = (bits, weights,
-        t): [Σ weight·bit ≥ t] where lane ln is out of the race, which pushes
-        its key past every block. Every pair of lanes compares keys side by
-        side: 3 levels (4 at 256 blocks) and at most about 20 bits a lane,
-        where a one-hot of the blocks cost about 10 bits a block."""
+        lane on a tie; none where no lane runs). `out` = (weights..., t): lane
+        ln is out of the race where [Σ weight·bit ≥ t] over its `state` bits,
+        which pushes its key past every block. Every pair of lanes compares
+        keys side by side: 3 levels (4 at 256 blocks) and at most about 20
+        bits a lane, where a one-hot of the blocks cost about 10 bits a block."""
         lanes = range(simt.LANES)
+        *weights, t = out
         width = T.width_of(pc[0])
+        # a bit above the block number would take a second compare level at 8
+        # bits: there the all-ones block, which no block is, stands for "out"
+        sentinel = width + 1 > ONE_ROW_COMPARE_BITS and len(self.blocks) < 1 << width
+        lift = t - sum(min(w, 0) for w in weights)   # a set block bit alone reaches t
+        terms = {width + k: w for k, w in enumerate(weights)}
         key = []
         for ln in lanes:
-            bits, weights, t = out[ln]
-            terms = {width + k: w for k, w in enumerate(weights)}
-            if width + 1 > ONE_ROW_COMPARE_BITS and len(self.blocks) < 1 << width:
-                # a bit more would take a second compare level: the all-ones
-                # block, which no block is, stands for "out"
-                lift = t - sum(min(w, 0) for w in weights)   # a set bit alone reaches t
-                key.append(self.b.threshold([pc[ln], *bits], [({i: lift} | terms, t)
-                                                              for i in range(width)]))
+            if sentinel:
+                key.append(self.b.threshold([pc[ln], *state[ln]],
+                                            [({i: lift} | terms, t) for i in range(width)]))
             else:                                         # a bit above the block: "out"
-                flag = self.b.threshold(bits, [(dict(enumerate(weights)), t)])
+                flag = self.b.threshold(state[ln], [(dict(enumerate(weights)), t)])
                 key.append(self.b.concat([pc[ln], flag]))
         beats = [[self.alu.setp("lt.u" if i > j else "le.u", key[i], key[j])
                   for j in lanes if j != i] for i in lanes]
-        return [self.gate([*runs[i], *beats[i]], need=len(runs[i]) + len(beats[i]))
-                for i in lanes]
+        return [self.gate([*runs[i], *beats[i]]) for i in lanes]
 
     def differs(self, new: SSAValue, old: SSAValue) -> SSAValue:
         return self.any_of(self.bits_of(self.alu.xor(new, old)))

@@ -14,6 +14,8 @@ from qgc.passes.simt_to_tensor.circuits.forms import Row, fsum
 from qgc.passes.simt_to_tensor.circuits.logic import LogicCircuits
 
 CONDS = ("eq", "ne", "lt.s", "le.s", "gt.s", "ge.s", "lt.u", "le.u", "gt.u", "ge.u")
+#: The widest order compare that is one row (Σ 2^j (a_j − b_j) within the gadget bounds).
+ONE_ROW_COMPARE_BITS = 8
 
 
 class CompareCircuits(LogicCircuits):
@@ -28,7 +30,7 @@ class CompareCircuits(LogicCircuits):
         if cond.endswith(".s"):
             xs[-1], ys[-1] = 1 - xs[-1], 1 - ys[-1]
         op = cond.split(".")[0]
-        if op in ("lt", "le", "gt", "ge") and w <= 8:
+        if op in ("lt", "le", "gt", "ge") and w <= ONE_ROW_COMPARE_BITS:
             diff = fsum([(a - b) * (1 << i) for i, (a, b) in enumerate(zip(xs, ys,
                                                                               strict=True))])
             return {"gt": (diff, 1), "ge": (diff, 0), "lt": (-diff, 1), "le": (-diff, 0)}[op]
