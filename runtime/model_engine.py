@@ -225,21 +225,39 @@ class GenerateMachine:
 
 @torch.no_grad()
 def replay_check(model, vocab: P.Vocabulary, base_vocab: int, tokens: Sequence[P.Token],
-                 predicted: Sequence[bool], chunk: int = 128) -> dict[str, int]:
-    """The recorded stream in one forward pass (prefill: the chunked DeltaNet
-    kernels), and at every token the machine named, the model's argmax over
-    the whole vocabulary must be that token; else a trap naming the position."""
-    from qgc.runtime.memory import Trap
+                 predicted: Sequence[bool], window: int = 2048,
+                 chunk: int = 128) -> dict[str, int]:
+    """The recorded stream through the model as a prefill in windows of
+    `window` tokens, the model's cache carried between them (the chunked
+    DeltaNet kernels within a window, its recurrent and conv state across):
+    at every token the machine named, the model's argmax over the whole
+    vocabulary must be that token; else a trap naming the position. The
+    windows bound the activations: a 12,000-token stream in one pass held
+    about 20 GB."""
+    from transformers import DynamicCache
     ids = torch.tensor([[base_vocab + vocab.id_of(t) for t in tokens]])
-    hidden = model.model(input_ids=ids, use_cache=False).last_hidden_state[0]
+    cache = DynamicCache(config=model.config)
     checked = [i for i in range(1, len(tokens)) if predicted[i]]
-    for at in range(0, len(checked), chunk):      # logits for a chunk of positions at a time
-        positions = checked[at:at + chunk]
-        best = model.lm_head(hidden[[i - 1 for i in positions]]).argmax(-1).tolist()
+    for start in range(0, len(tokens), window):
+        end = min(start + window, len(tokens))
+        hidden = model.model(input_ids=ids[:, start:end], cache=cache, use_cache=True,
+                             position_ids=torch.arange(start, end)[None]).last_hidden_state[0]
+        named = [i for i in checked if start < i <= end]   # predicted from position i - 1
+        _check_named(model, vocab, base_vocab, tokens, ids, hidden, start, named, chunk)
+    return {"tokens": len(tokens), "checked": len(checked)}
+
+
+def _check_named(model, vocab: P.Vocabulary, base_vocab: int, tokens: Sequence[P.Token],
+                 ids, hidden, start: int, named: Sequence[int], chunk: int) -> None:
+    """The argmax at each position before `named` is the token there
+    (logits for `chunk` positions at a time: the vocabulary is wide)."""
+    from qgc.runtime.memory import Trap
+    for at in range(0, len(named), chunk):
+        positions = named[at:at + chunk]
+        best = model.lm_head(hidden[[i - 1 - start for i in positions]]).argmax(-1).tolist()
         for i, b in zip(positions, best, strict=True):
             if b != ids[0, i]:
-                named = vocab.token(b - base_vocab).spelled() if b >= base_vocab else \
+                got = vocab.token(b - base_vocab).spelled() if b >= base_vocab else \
                     f"text token {b}"
-                raise Trap(f"trap: replay: at token {i} the model names {named} where the "
+                raise Trap(f"trap: replay: at token {i} the model names {got} where the "
                            f"trace has {tokens[i].spelled()}")
-    return {"tokens": len(tokens), "checked": len(checked)}
