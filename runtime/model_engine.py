@@ -237,13 +237,17 @@ def replay_check(model, vocab: P.Vocabulary, base_vocab: int, tokens: Sequence[P
     from transformers import DynamicCache
     ids = torch.tensor([[base_vocab + vocab.id_of(t) for t in tokens]])
     cache = DynamicCache(config=model.config)
+    from qgc.progress import progress
     checked = [i for i in range(1, len(tokens)) if predicted[i]]
-    for start in range(0, len(tokens), window):
-        end = min(start + window, len(tokens))
-        hidden = model.model(input_ids=ids[:, start:end], cache=cache, use_cache=True,
-                             position_ids=torch.arange(start, end)[None]).last_hidden_state[0]
-        named = [i for i in checked if start < i <= end]   # predicted from position i - 1
-        _check_named(model, vocab, base_vocab, tokens, ids, hidden, start, named, chunk)
+    with progress(desc="replay", total=len(tokens), unit="token") as bar:
+        for start in range(0, len(tokens), window):
+            end = min(start + window, len(tokens))
+            hidden = model.model(input_ids=ids[:, start:end], cache=cache, use_cache=True,
+                                 position_ids=torch.arange(start, end)[None]
+                                 ).last_hidden_state[0]
+            named = [i for i in checked if start < i <= end]   # predicted from position i - 1
+            _check_named(model, vocab, base_vocab, tokens, ids, hidden, start, named, chunk)
+            bar.update(end - start)
     return {"tokens": len(tokens), "checked": len(checked)}
 
 
