@@ -566,3 +566,56 @@ def test_warps_that_end_diverged_leave_their_slots_clean(tmp_path, capsys, engin
     assert status == 0, err
     want = [c * (6 - t) if t % 2 == 0 else 4 * c + t for c in range(10) for t in range(4)]
     assert json.loads(out)["buffers"] == [want]
+
+
+MUL_HI_16 = HEADER + """
+.visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1)
+{
+    .reg .b16 %rs<6>;
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<10>;
+    ld.param.u64 %rd1, [k_param_0];
+    ld.param.u64 %rd2, [k_param_1];
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd6, %rd3, %rd5;
+    ld.global.u16 %rs1, [%rd6];
+    ld.global.u16 %rs2, [%rd6+2];
+    mul.hi.s16 %rs3, %rs1, %rs2;
+    mul.hi.u16 %rs4, %rs1, %rs2;
+    mul.hi.s16 %rs5, %rs1, 18725;
+    cvt.u32.u16 %r2, %rs3;
+    cvt.u32.u16 %r3, %rs4;
+    cvt.u32.u16 %r4, %rs5;
+    add.s64 %rd7, %rd4, %rd5;
+    st.global.u16 [%rd7], %rs3;
+    st.global.u16 [%rd7+2], %rs4;
+    mul.wide.u32 %rd8, %r1, 2;
+    add.s64 %rd9, %rd4, %rd8;
+    st.global.u16 [%rd9+16], %rs5;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+def test_the_high_half_of_a_16_bit_product(tmp_path, capsys, engine):
+    """`mul.hi.s16`/`.u16` (clang divides a 16-bit value by 7 with
+    `mul.hi.s16 r, x, 18725`): the high 16 bits of the exact 32-bit product,
+    the operands read signed or unsigned."""
+    pairs = [(0x8000, 0x8000), (0xFFFF, 0xFFFF), (0x7FFF, 0x8001), (0x1234, 0xFEDC)]
+    launch = {"grid": [1, 1, 1], "block": [4, 1, 1],
+              "args": [{"type": "u16*", "data": [x for pair in pairs for x in pair]},
+                       {"type": "u16*", "data": [0] * 12}]}
+    status, out, err = _run(tmp_path, MUL_HI_16, launch, engine, capsys)
+    assert status == 0, err
+
+    def signed(x: int) -> int:
+        return x - (1 << 16) if x >> 15 else x
+    want = []
+    for a, b in pairs:
+        want += [(signed(a) * signed(b) >> 16) & 0xFFFF, a * b >> 16]
+    want += [(signed(a) * 18725 >> 16) & 0xFFFF for a, _ in pairs]
+    assert json.loads(out)["buffers"][1] == want

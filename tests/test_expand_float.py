@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from functools import lru_cache
 from pathlib import Path
@@ -338,6 +339,7 @@ def test_the_f32_ops_of_a_shared_approx_routine_are_expanded_too():
 # ------------------------------------------------------------ CUDA's libm
 
 LIBM = Path(__file__).parent / "inputs" / "libm_f.ptx"
+LIBM_PTX = (LIBM, LIBM.with_suffix(".clang.ptx"))       # nvcc's, clang's
 LIBM_KERNELS = ("exp_f", "log1_f", "tanh_f", "erf_f", "atan2_f", "cbrt_f", "fmod_f", "expm1_f",
                 "hypot_f", "sigmoid_f", "pow_f", "exp2_f", "log2_f", "log10_f", "sinh_f", "asin_f",
                 "acos_f", "atan_f", "remainder_f", "frexp_f")
@@ -351,12 +353,13 @@ def _one_entry(text: str, name: str) -> str:
     """The module's header and kernel `name` alone (nvcc inlines every device
     function, so each entry stands by itself): the others are not compiled."""
     header, *entries = text.split("\n\t// .globl\t")
-    (entry,) = [e for e in entries if e.startswith(f"{name}\n")]
+    (entry,) = [e for e in entries if re.match(rf"{name}\b", e)]
     return f"{header}\n\t// .globl\t{entry}"
 
 
+@pytest.mark.parametrize("ptx", LIBM_PTX, ids=("nvcc", "clang"))
 @pytest.mark.parametrize("name", LIBM_KERNELS)
-def test_cuda_math_functions_run_equal_to_ref_after_expansion(name):
+def test_cuda_math_functions_run_equal_to_ref_after_expansion(name, ptx):
     """expf, logf, tanhf, erff, atan2f, cbrtf, fmodf, expm1f, hypotf, a
     sigmoid, powf (nine predicates live at once: one is kept as a word),
     exp2f, log2f, log10f, sinhf, asinf, acosf, atanf, remainderf and
@@ -366,9 +369,9 @@ def test_cuda_math_functions_run_equal_to_ref_after_expansion(name):
     from qgc.runtime.ref import run_ref
     launch = load_launch({"kernel": name, "grid": [4, 1, 1], "block": [4, 1, 1], "args": [
         {"type": "f32*", "data": LIBM_INPUTS}, {"type": "f32*", "data": [0.0] * 16}]})
-    text = _one_entry(LIBM.read_text(), name)
-    want = run_ref(parse_ptx(text, LIBM.name), launch).buffers
-    module = parse_ptx(text, LIBM.name)
+    text = _one_entry(ptx.read_text(), name)
+    want = run_ref(parse_ptx(text, ptx.name), launch).buffers
+    module = parse_ptx(text, ptx.name)
     driver.apply_for_launch(make_context(), module,
                             up_to(stage("tensor"), "convert-simt-to-tensor"), launch)
     got = run_simt(module, launch).buffers

@@ -31,8 +31,8 @@ class SubwordOps:
     """8- and 16-bit values in 32-bit registers."""
 
     def subword(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
-        """8- and 16-bit arithmetic, compares, conversions and widening
-        multiplies on registers that hold their value zero-extended (a signed
+        """8- and 16-bit arithmetic, compares, conversions, widening and
+        high-half multiplies on registers that hold their value zero-extended (a signed
         value written to a wider register is sign-extended first, as PTX does)."""
         opc, args = inst.op, inst.operands_decoded
         base, mods, t = opc.base, opc.modifiers, opc.type or ""
@@ -43,9 +43,14 @@ class SubwordOps:
             self.put_sub(inst, e, args[0], dt, self.get_sub(inst, e, args[1], at, signed),
                          None if signed else at)
             return e.ops
-        if base == "mul" and mods == ("wide",):
+        if base == "mul" and mods in (("wide",), ("hi",)):
             a, b = (self.get_sub(inst, e, x, t, t[0] == "s") for x in args[1:])
-            self.put_sub(inst, e, args[0], "s32", e.alu("mul.lo", [a, b]), "s32")
+            product = e.alu("mul.lo", [a, b])       # exact: 16 × 16 bits fit in 32
+            if mods == ("wide",):
+                self.put_sub(inst, e, args[0], "s32", product, "s32")
+            else:   # the high half (clang's division of a 16-bit value by a constant)
+                high = e.alu("shr.u", [product, ptx.TYPE_BITS[t]])
+                self.put_sub(inst, e, args[0], t, high, None)
             return e.ops
         if base == "setp" and len(mods) == 1 and len(args) == 3:
             table = SETP_SIGNED if t[0] == "s" else SETP_UNSIGNED

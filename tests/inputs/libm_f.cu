@@ -1,6 +1,8 @@
 // libm_f: CUDA's float math library as compilers inline it (range reductions,
 // polynomials in fma, ex2.approx/lg2.approx/rcp.approx at their core), one entry per
-// function. nvcc -ptx -arch=sm_75 libm_f.cu -o libm_f.ptx
+// function. nvcc -ptx -arch=sm_75 libm_f.cu -o libm_f.ptx; clang-19 --cuda-device-only
+// --cuda-gpu-arch=sm_75 -O3 -S --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version
+// -I ../../examples/stubs libm_f.cu -o libm_f.clang.ptx
 #include <math.h>
 #define UNARY(name, expr) \
     extern "C" __global__ void name(const float *x, float *y) \
