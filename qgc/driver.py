@@ -149,8 +149,9 @@ def apply_for_launch(ctx: Context, module: builtin.ModuleOp, pipeline: str | Pas
     """Apply `pipeline` (through `convert-ptx-to-simt`) with the machine
     memory `launch` needs: the machine passes run with all the memory the
     tensor level holds, then the launched kernel keeps the fewest memory banks
-    that hold the launch's words (the rest of `pipeline` lowers it)."""
-    passes = _passes(pipeline)
+    that hold the launch's words (the rest of `pipeline` lowers it). Only
+    the launched kernel is compiled (`ptx-remove-dead-functions{entry}`)."""
+    passes = with_options(_passes(pipeline), "ptx-remove-dead-functions", entry=launch.kernel)
     if not has_pass(up_to(passes, "convert-simt-to-tensor"), "convert-ptx-to-simt"):
         apply(ctx, module, passes, dumps, timing, verify_each)
         return

@@ -619,3 +619,48 @@ def test_the_high_half_of_a_16_bit_product(tmp_path, capsys, engine):
         want += [(signed(a) * signed(b) >> 16) & 0xFFFF, a * b >> 16]
     want += [(signed(a) * 18725 >> 16) & 0xFFFF for a, _ in pairs]
     assert json.loads(out)["buffers"][1] == want
+
+
+TWO_KERNELS = HEADER + """
+.visible .entry widen(.param .u64 widen_param_0)
+{
+    .reg .f32 %f<2>;
+    .reg .f64 %fd<2>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [widen_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.global.f32 %f1, [%rd2];
+    cvt.f64.f32 %fd1, %f1;
+    st.global.f64 [%rd2], %fd1;
+    ret;
+}
+.visible .entry k(.param .u64 k_param_0)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mul.lo.s32 %r2, %r1, 3;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r2;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["simt", "tensor"])
+def test_a_kernel_runs_beside_one_the_machine_lacks(tmp_path, capsys, engine):
+    """nvcc puts every kernel of a `.cu` into one PTX file: the launched one
+    is compiled alone (`ptx-remove-dead-functions{entry}`), so `widen`'s
+    f64 does not stop `k`; launching `widen` says what it lacks."""
+    launch = {"grid": [1, 1, 1], "block": [4, 1, 1], "args": [{"type": "u32*", "data": [0] * 4}]}
+    status, out, err = _run(tmp_path, TWO_KERNELS, launch, engine, capsys)
+    assert status == 0, err
+    assert json.loads(out)["buffers"] == [[0, 3, 6, 9]]
+    spec = tmp_path / "widen.json"
+    spec.write_text(json.dumps({"kernel": "widen", **launch}))
+    assert main(["run", str(tmp_path / "k.ptx"), "--launch", str(spec), "--engine", engine]) == 2
+    assert "k.ptx:13:5: error: 'cvt.f64.f32' is not yet supported by the machine" in \
+        capsys.readouterr().err
