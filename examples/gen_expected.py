@@ -1056,6 +1056,23 @@ def half_mix(L, ws, h, b, n, hout, bout, mean, rounded, scaled, length):
 
 
 @kernel()
+def rmsnorm_f(L, ws, x, weight, y, rows, cols, eps):
+    for t in all_threads(L):
+        row = s32(gid(t))
+        if row >= rows:
+            continue
+        xr = [x[row * cols + c] for c in range(cols)]
+        sum_sq = f32(0.0)
+        for v in xr:                                # contracted: fma.rn.f32, in order
+            sum_sq = fma_f32(v, v, sum_sq)
+        mean = checked("/", sum_sq, f32(cols))      # (float)cols: exact
+        root = f32(np.sqrt(checked("+", mean, eps)))    # sqrt.rn: IEEE, correctly rounded
+        inv = checked("/", f32(1.0), root)          # nvcc: rcp.rn; clang: rsqrt.approx, which
+        for c in range(cols):                       # the machine defines as rcp.rn(sqrt.rn)
+            y[row * cols + c] = checked("*", checked("*", xr[c], inv), weight[c])
+
+
+@kernel()
 def conv_const(L, ws, x, y, n):
     taps = [f32(0.0625), f32(0.25), f32(0.375), f32(0.25), f32(0.0625)]
     bias = f32(-48.0 / 256.0)                       # exact: a short over a power of two

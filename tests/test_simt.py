@@ -67,7 +67,7 @@ ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_sig
                  # per-thread arrays indexed by data: .local frames
                  "local_hist", "local_sort",
                  # f32: softfloat at this level, integer programs at the tensor level
-                 "saxpy_f32", "convert_f32", "float_ops",
+                 "saxpy_f32", "convert_f32", "float_ops", "rmsnorm_f",
                  # f16 and bf16 storage, f32 <-> 64-bit integer conversions; __constant__
                  "half_mix", "conv_const",
                  # warp-uniform loads beside per-lane ones (one read for the warp)
