@@ -235,9 +235,10 @@ def replay_check(model, vocab: P.Vocabulary, base_vocab: int, tokens: Sequence[P
     windows bound the activations: a 12,000-token stream in one pass held
     about 20 GB."""
     from transformers import DynamicCache
+
+    from qgc.progress import progress
     ids = torch.tensor([[base_vocab + vocab.id_of(t) for t in tokens]])
     cache = DynamicCache(config=model.config)
-    from qgc.progress import progress
     checked = [i for i in range(1, len(tokens)) if predicted[i]]
     with progress(desc="replay", total=len(tokens), unit="token") as bar:
         for start in range(0, len(tokens), window):
