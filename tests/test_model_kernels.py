@@ -6,10 +6,12 @@ full attention, a 512-row text vocabulary) and run in one stock
 `Qwen3_5ForCausalLM`.
 
 The launch is recorded on the ideal `tensor` engine, then the whole stream
-goes through the merged model in float32 in one prefill pass
-(`replay_check`): at every token the machine named, the model's argmax over
-the whole vocabulary is that token, so the model's buffers are the trace's,
-and those must be the expected ones bit for bit. A few kernels are also
+goes through the merged model in float32, prefilled in windows with the
+model's cache carried across (`replay_check`), and an f32 kernel's through
+the same model cast to bfloat16 as well: at every token the machine named,
+the model's argmax over the whole vocabulary is that token, so the model's
+buffers are the trace's, and those must be the expected ones bit for bit.
+A few kernels are also
 decoded token by token with the model's cache in bfloat16
 (`model_stepper`): the stream is the ideal engine's, token for token.
 
