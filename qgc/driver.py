@@ -21,6 +21,7 @@ from qgc.machine.abi import banked_words, memory_layout, pick_kernel
 from qgc.pipeline import (
     DumpOptions,
     Passes,
+    for_kernel,
     from_pass,
     has_pass,
     parse_pipeline,
@@ -150,8 +151,8 @@ def apply_for_launch(ctx: Context, module: builtin.ModuleOp, pipeline: str | Pas
     memory `launch` needs: the machine passes run with all the memory the
     tensor level holds, then the launched kernel keeps the fewest memory banks
     that hold the launch's words (the rest of `pipeline` lowers it). Only
-    the launched kernel is compiled (`ptx-remove-dead-functions{entry}`)."""
-    passes = with_options(_passes(pipeline), "ptx-remove-dead-functions", entry=launch.kernel)
+    the launched kernel is compiled (`for_kernel`)."""
+    passes = for_kernel(_passes(pipeline), launch.kernel)
     if not has_pass(up_to(passes, "convert-simt-to-tensor"), "convert-ptx-to-simt"):
         apply(ctx, module, passes, dumps, timing, verify_each)
         return

@@ -134,6 +134,12 @@ def with_options(passes: Passes, name: str, **options: Any) -> Passes:
     return tuple(dataclasses.replace(p, **options) if p.name == name else p for p in passes)
 
 
+def for_kernel(passes: Passes, kernel: str) -> Passes:
+    """`passes` compiling `kernel` alone, the other entries of its module
+    dropped (`ptx-remove-dead-functions{entry}`): a launch's pipeline."""
+    return with_options(passes, "ptx-remove-dead-functions", entry=kernel)
+
+
 def pipeline_text(passes: Iterable[ModulePass]) -> str:
     """The pipeline in xDSL's syntax, `a,b{opt-x=1 opt-y=2}`: every option a
     pass has is written out, but for one left at a default that turns it off

@@ -20,6 +20,7 @@ model's own cache: the greedy continuation is the trace.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -246,7 +247,8 @@ def replay_check(model, vocab: P.Vocabulary, base_vocab: int, tokens: Sequence[P
             hidden = model.model(input_ids=ids[:, start:end], cache=cache, use_cache=True,
                                  position_ids=torch.arange(start, end)[None]
                                  ).last_hidden_state[0]
-            named = [i for i in checked if start < i <= end]   # predicted from position i - 1
+            # predicted from position i - 1: start < i <= end
+            named = checked[bisect_right(checked, start):bisect_right(checked, end)]
             _check_named(model, vocab, base_vocab, tokens, ids, hidden, start, named, chunk)
             bar.update(end - start)
     return {"tokens": len(tokens), "checked": len(checked)}

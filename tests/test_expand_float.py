@@ -349,6 +349,12 @@ LIBM_INPUTS = [0.5, -1.5, 3.0, 100.0, -0.0, 1e-40, 88.7, -104.0, 1e30, math.inf,
                2.5e-3, -7.75, 0.125, 42.0, -3e5]
 
 
+def libm_launch(name: str):
+    """Kernel `name` of libm_f on `LIBM_INPUTS`, one input a thread."""
+    return load_launch({"kernel": name, "grid": [4, 1, 1], "block": [4, 1, 1], "args": [
+        {"type": "f32*", "data": LIBM_INPUTS}, {"type": "f32*", "data": [0.0] * 16}]})
+
+
 def _one_entry(text: str, name: str) -> str:
     """The module's header and kernel `name` alone (nvcc inlines every device
     function, so each entry stands by itself): the others are not compiled."""
@@ -367,8 +373,7 @@ def test_cuda_math_functions_run_equal_to_ref_after_expansion(name, ptx):
     (every f32 op expanded, blocks formed) gives `ref`'s bits on every input."""
     from qgc.frontend import parse_ptx
     from qgc.runtime.ref import run_ref
-    launch = load_launch({"kernel": name, "grid": [4, 1, 1], "block": [4, 1, 1], "args": [
-        {"type": "f32*", "data": LIBM_INPUTS}, {"type": "f32*", "data": [0.0] * 16}]})
+    launch = libm_launch(name)
     text = _one_entry(ptx.read_text(), name)
     want = run_ref(parse_ptx(text, ptx.name), launch).buffers
     module = parse_ptx(text, ptx.name)

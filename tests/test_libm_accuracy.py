@@ -11,14 +11,13 @@ exact bits only a GPU could give. It checks `ref`'s f32 arithmetic and its
 from __future__ import annotations
 
 import math
-import struct
 
 import numpy as np
 import pytest
-from test_expand_float import LIBM_INPUTS, LIBM_PTX, _one_entry
+from test_expand_float import LIBM_INPUTS, LIBM_PTX, _one_entry, libm_launch
+from test_ref_engine import f32_bits
 
 from qgc.frontend import parse_ptx
-from qgc.runtime.launch import load_launch
 from qgc.runtime.ref import run_ref
 
 f32 = np.float32
@@ -64,10 +63,6 @@ LIBM_BOUNDS = {
 }
 
 
-def _bits(x: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", x))[0]
-
-
 def _ordered(bits: int) -> int:
     """float32 bits on a line where neighbours differ by one (±0 meet at 0)."""
     return -(bits & 0x7FFF_FFFF) if bits >> 31 else bits
@@ -82,16 +77,14 @@ def ulps(got: float, exact: float) -> float:
         return 0 if math.isnan(got) and math.isnan(want) else math.inf
     if math.isinf(got) or math.isinf(want):
         return 0 if got == want else math.inf
-    return abs(_ordered(_bits(got)) - _ordered(_bits(want)))
+    return abs(_ordered(f32_bits(got)) - _ordered(f32_bits(want)))
 
 
 @pytest.mark.parametrize("ptx", LIBM_PTX, ids=("nvcc", "clang"))
 @pytest.mark.parametrize("name", sorted(LIBM_BOUNDS))
 def test_cuda_math_functions_are_within_their_documented_error(name, ptx):
     function, bound = LIBM_BOUNDS[name]
-    launch = load_launch({"kernel": name, "grid": [4, 1, 1], "block": [4, 1, 1], "args": [
-        {"type": "f32*", "data": LIBM_INPUTS}, {"type": "f32*", "data": [0.0] * 16}]})
     text = _one_entry(ptx.read_text(), name)
-    got = run_ref(parse_ptx(text, ptx.name), launch).buffers[1]
+    got = run_ref(parse_ptx(text, ptx.name), libm_launch(name)).buffers[1]
     errors = {x: ulps(y, function(float(f32(x)))) for x, y in zip(LIBM_INPUTS, got, strict=True)}
     assert max(errors.values()) <= bound, {x: e for x, e in errors.items() if e > bound}

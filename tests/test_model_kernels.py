@@ -179,13 +179,15 @@ class FileBacked(Sequence):
         return len(self.states)
 
     def __getitem__(self, index):  # type: ignore[override]
-        out = {}
-        for name, t in self.states[index].items():
-            path = self.directory / f"layer{index}.{name}"
-            mapped = torch.from_file(str(path), shared=True, size=t.numel(), dtype=t.dtype)
-            path.unlink()                  # the mapping keeps the file until it is freed
-            out[name] = mapped.view(t.shape).copy_(t)
-        return out
+        return {name: file_copy(t, self.directory / f"layer{index}.{name}", t.dtype)
+                for name, t in self.states[index].items()}
+
+
+def file_copy(t, path: Path, dtype):
+    """`t` as `dtype` in an (unlinked) file at `path`, mapped shared."""
+    mapped = torch.from_file(str(path), shared=True, size=t.numel(), dtype=dtype)
+    path.unlink()                  # the mapping keeps the file until it is freed
+    return mapped.view(t.shape).copy_(t)
 
 
 def back_with_files(machine, directory: Path) -> None:
@@ -199,12 +201,8 @@ def cast_to_files(model, dtype, directory: Path):
     """`model.to(dtype)` with every cast parameter in an (unlinked) file
     under `directory`, mapped shared, as `FileBacked`'s."""
     for index, param in enumerate(model.parameters()):
-        if param.dtype == dtype or not param.is_floating_point():
-            continue
-        path = directory / f"cast{index}"
-        mapped = torch.from_file(str(path), shared=True, size=param.numel(), dtype=dtype)
-        path.unlink()
-        param.data = mapped.view(param.shape).copy_(param.data)
+        if param.dtype != dtype and param.is_floating_point():
+            param.data = file_copy(param.data, directory / f"cast{index}", dtype)
     return model.to(dtype)          # the buffers
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from qgc import driver
 from qgc.cli.common import add_base_flags, say
 from qgc.diagnostics import QgcError
-from qgc.pipeline import from_pass, stage, step_program, up_to, with_options
+from qgc.pipeline import for_kernel, from_pass, stage, step_program, up_to
 from qgc.runtime.launch import STEP_LIMITS, blame, check_steps, format_result, load_launch
 
 ENGINES = ("ref", "simt", "tensor", "model")
@@ -143,8 +143,7 @@ def _run_simt(ctx, module, launch, max_steps: int):
     from qgc.dialects.simt import kernels_of
     from qgc.runtime.simt_engine import run_simt
     if not kernels_of(module):  # PTX (or ptx IR) in: compile it to the machine first
-        driver.apply(ctx, module, with_options(stage("simt"), "ptx-remove-dead-functions",
-                                               entry=launch.kernel))
+        driver.apply(ctx, module, for_kernel(stage("simt"), launch.kernel))
     return run_simt(module, launch, max_steps)
 
 
