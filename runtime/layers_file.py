@@ -251,10 +251,25 @@ class CompiledLayers:
         return rows
 
     def write(self, path: str | Path) -> int:
-        """Write the file atomically; returns its size in bytes."""
-        from safetensors.numpy import save_file
-        write_atomically(path, lambda tmp: save_file(self.tensors, tmp, metadata=self.meta))
-        return Path(path).stat().st_size
+        """Write the file atomically; returns its size in bytes. The same
+        layers give the same bytes (`reproducible`)."""
+        from safetensors.numpy import save
+        blob = reproducible(save(self.tensors, metadata=self.meta))
+        write_atomically(path, lambda tmp: Path(tmp).write_bytes(blob))
+        return len(blob)
+
+
+def reproducible(blob: bytes) -> bytes:
+    """A safetensors file with its `__metadata__` in sorted key order: the
+    library writes it from a hash map, in an order that changes from run to
+    run, which would make two compiles of one kernel differ. The tensors'
+    offsets are relative to the end of the header, so the data is kept as is."""
+    size = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + size])
+    header["__metadata__"] = dict(sorted(header.get("__metadata__", {}).items()))
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    text += b" " * (-len(text) % 8)          # the data starts 8-byte aligned
+    return len(text).to_bytes(8, "little") + text + blob[8 + size:]
 
 
 # ------------------------------------------------------------------ reading

@@ -7,6 +7,7 @@ round-trip."""
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -93,6 +94,22 @@ def test_the_file_stores_each_parameter_in_its_smaller_form(written):
         smallest += sum(min(nonzeros.get(name, 0) * SPARSE_BYTES, DENSE_BYTES * int(np.prod(s)))
                         for name, s in layers.shapes().items())
     assert sum(t.nbytes for t in layers.tensors.values()) == smallest
+
+
+def test_the_same_layers_give_the_same_bytes(weights_level, tmp_path):
+    """Two writes of one weights level are byte-identical: safetensors writes
+    its metadata from a hash map, in an order of its own each time, and the
+    header is put in sorted order (what a build cache or a checksum needs)."""
+    blobs = []
+    for index in range(3):
+        write_compiled(weights_level, tmp_path / f"layers{index}.safetensors")
+        blobs.append((tmp_path / f"layers{index}.safetensors").read_bytes())
+    assert blobs[0] == blobs[1] == blobs[2]
+    header = blobs[0][8:8 + int.from_bytes(blobs[0][:8], "little")]
+    metadata = json.loads(header)["__metadata__"]
+    assert list(metadata) == sorted(metadata) and len(metadata) > 3
+    assert (8 + len(header)) % 8 == 0
+    read_layers(tmp_path / "layers0.safetensors")      # still a valid layers file
 
 
 VOCABULARIES = st.builds(
