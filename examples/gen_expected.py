@@ -1104,6 +1104,42 @@ def uniform_loads(L, ws, coef, x, out, n):
             acc ^= s32(coef[8 + k] << k)
         out[i] = acc
 
+def fma_f64(a, b, c):
+    """fma.rn.f64: a*b+c rounded once (int / int division in Python rounds
+    correctly to the nearest double)."""
+    return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
+def trunc_sat(x, bits, signed=True):
+    """cvt.rzi.{s,u}N.f64: toward zero, saturated to the type; NaN to 0."""
+    if math.isnan(x):
+        return 0
+    lo, hi = (-(1 << bits - 1), (1 << bits - 1) - 1) if signed else (0, (1 << bits) - 1)
+    if math.isinf(x):
+        return hi if x > 0 else lo
+    return min(max(math.trunc(x), lo), hi)
+
+
+@kernel()
+def double_literals(L, ws, x, k, y, q, n):
+    # double literals promote to f64: both compilers contract a * lit + b
+    # into fma.rn.f64; f64 → f32 rounds to nearest (numpy's float32 cast)
+    for t in all_threads(L):
+        i = s32(gid(t))
+        if i >= n:
+            continue
+        v = float(x[i])
+        y[4 * i + 0] = f32(fma_f64(v, 0.5, 0.25))
+        y[4 * i + 1] = f32(v - 0.1) if v > 0.1 else f32(fma_f64(v, 1.1, 1e-3))
+        y[4 * i + 2] = f32(float(k[i]) * 0.001)
+        s = 0.0
+        for j in range(i + 1):
+            s = fma_f64(float(x[j]), 0.3, s)
+        y[4 * i + 3] = f32(max(s, -1.5))
+        q[2 * i + 0] = trunc_sat(v * 100.0, 32)
+        q[2 * i + 1] = s32(u32(trunc_sat(s * -7.25, 64)) + trunc_sat(float(k[i]) * 2.5, 32))
+
+
 # ---------------------------------------------------------------------------
 
 

@@ -235,8 +235,38 @@ def _program(op: Operation):
     return None
 
 
-def _key(op: simt.AluOp | simt.SetpOp) -> str:
+def _key(op: simt.AluOp | simt.SetpOp, partner: simt.AluOp | None = None) -> str:
+    if partner is not None:
+        return op.opcode.data[:-len(".lo")]
     return op.opcode.data if isinstance(op, simt.AluOp) else op.cond.data
+
+
+def _partner(op: Operation) -> simt.AluOp | None:
+    """The `.hi` op right after an f64 program's `.lo` op on the same
+    sources: the two words of one program, computed once."""
+    if not isinstance(op, simt.AluOp) or ALU_OPCODES[op.opcode.data].both_words is None:
+        return None
+    after = op.next_op
+    if isinstance(after, simt.AluOp) and after.opcode.data == op.opcode.data[:-3] + ".hi" and \
+            after.srcs == op.srcs and after.guard == op.guard and op.dst not in after.srcs.data:
+        return after
+    return None
+
+
+def _write_all(e: Emit, ops: list[Operation], guard: GuardAttr | None, results) -> None:
+    """Each result into its op's destination (one op, or an f64 pair)."""
+    if len(ops) == 1:
+        _write(e, ops[0].dst, guard, results)
+        return
+    for op, result in zip(ops, results, strict=True):
+        _write(e, op.dst, guard, result)
+
+
+def _run(op: Operation, partner: simt.AluOp | None):
+    """The program an op (or an f64 pair) expands into."""
+    if partner is not None:
+        return ALU_OPCODES[op.opcode.data].both_words
+    return _program(op)
 
 
 def _replace(op: Operation, ops: list[Operation]) -> None:
@@ -249,9 +279,14 @@ def _replace(op: Operation, ops: list[Operation]) -> None:
     op.erase()
 
 
-def _inline(kernel: simt.KernelOp, op: simt.AluOp | simt.SetpOp, fresh: _Fresh) -> None:
+def _inline(kernel: simt.KernelOp, op: simt.AluOp | simt.SetpOp, fresh: _Fresh,
+            partner: simt.AluOp | None = None) -> None:
     e = Emit(fresh)
-    _write(e, op.dst, op.guard, _program(op)(e, *_sources(op)))
+    _write_all(e, [op] if partner is None else [op, partner], op.guard,
+               _run(op, partner)(e, *_sources(op)))
+    if partner is not None:
+        partner.detach()
+        partner.erase()
     if not any(isinstance(x, _LoopEnd) for x in e.ops):
         _replace(op, e.ops)
         return
@@ -282,31 +317,43 @@ class _Routine:
     result, the register naming the site to return to, its first block."""
 
     args: list[RegAttr]
-    result: RegAttr
+    results: list[RegAttr]
     site: RegAttr
     blocks: list[Block]
     size: int
     """ops in the program"""
 
     @classmethod
-    def build(cls, op: simt.AluOp | simt.SetpOp, fresh: _Fresh) -> _Routine:
+    def build(cls, op: simt.AluOp | simt.SetpOp, fresh: _Fresh,
+              partner: simt.AluOp | None = None) -> _Routine:
         args = [fresh() for _ in op.srcs.data]
         e = Emit(fresh)
-        result = fresh("vp" if isinstance(op, simt.SetpOp) else "v")
-        _write(e, result, None, _program(op)(e, *args))
+        results = [fresh("vp" if isinstance(op, simt.SetpOp) else "v")
+                   for _ in range(1 if partner is None else 2)]
+        out = _run(op, partner)(e, *args)
+        for result, word in zip(results, [out] if partner is None else out, strict=True):
+            _write(e, result, None, word)
         _located(e.ops, op)
         entry = Block()
-        return cls(args, result, fresh(), [entry, *_blocks(e.ops, entry, None)], len(_flat(e.ops)))
+        return cls(args, results, fresh(), [entry, *_blocks(e.ops, entry, None)],
+                   len(_flat(e.ops)))
 
-    def call(self, kernel: simt.KernelOp, op: simt.AluOp | simt.SetpOp, index: int) -> Block:
-        """Replace `op` by a call: the arguments and the site set, a jump to
-        the routine; the block it returns to takes the result under the op's
-        guard, then the ops after. Returns that block."""
+    def call(self, kernel: simt.KernelOp, op: simt.AluOp | simt.SetpOp, index: int,
+             partner: simt.AluOp | None = None) -> Block:
+        """Replace `op` (and an f64 pair's `.hi` partner) by a call: the
+        arguments and the site set, a jump to the routine; the block it
+        returns to takes the results under the op's guard, then the ops
+        after. Returns that block."""
         block = op.parent_block()
         assert block is not None
+        if partner is not None:
+            partner.detach()
+            partner.erase()
         back = _split_after(kernel, block, op)
-        back.insert_op_before(_move(op.dst, self.result, op.guard), back.first_op)
-        back.first_op.location = op.location
+        dsts = [op.dst] if partner is None else [op.dst, partner.dst]
+        for dst, result in reversed(list(zip(dsts, self.results, strict=True))):
+            back.insert_op_before(_move(dst, result, op.guard), back.first_op)
+            back.first_op.location = op.location
         ops: list[Operation] = [simt.AluOp("mov", a, [_src(s)])
                                 for a, s in zip(self.args, _sources(op), strict=True)]
         ops += [simt.AluOp("mov", self.site, [index]), simt.NextOp(self.blocks[0])]
@@ -407,18 +454,26 @@ def _expand(kernel: simt.KernelOp, fresh: _Fresh, routine_ops: int,
     """Expand the f32 ops whose programs use f32 ops (`composite`: the
     `.approx` algorithms), or the others: inline, or as calls of one
     routine per opcode. Returns the routines, to be placed."""
-    sites = [op for block in kernel.body.blocks for op in block.ops
-             if _program(op) and _is_composite(op) == composite]
+    sites = []
+    for block in kernel.body.blocks:
+        paired: set[Operation] = set()
+        for op in block.ops:
+            if op in paired or not _program(op) or _is_composite(op) != composite:
+                continue
+            partner = _partner(op)
+            if partner is not None:
+                paired.add(partner)
+            sites.append((op, partner))
     shared = _shared_programs(sites, routine_ops, fresh)
     routines: dict[str, _Routine] = {}
     returns: dict[str, list[Block]] = {}
-    for op in sites:
-        key = _key(op)
+    for op, partner in sites:
+        key = _key(op, partner)
         if key not in shared:
-            _inline(kernel, op, fresh)
+            _inline(kernel, op, fresh, partner)
             continue
         routine = routines.setdefault(key, shared[key])
-        returns.setdefault(key, []).append(routine.call(kernel, op, len(returns[key])))
+        returns.setdefault(key, []).append(routine.call(kernel, op, len(returns[key]), partner))
     for key, routine in routines.items():
         routine.dispatch(returns[key], fresh, routine.blocks[-1].last_op.location)
     return list(routines.values())
@@ -431,12 +486,12 @@ def _is_composite(op: Operation) -> bool:
 def _shared_programs(sites, routine_ops: int, fresh: _Fresh) -> dict[str, _Routine]:
     """The routines: a program of at least `routine_ops` ops that two sites
     or more run (0: none)."""
-    count = Counter(_key(op) for op in sites)
+    count = Counter(_key(*site) for site in sites)
     out = {}
-    for op in sites:
-        key = _key(op)
+    for op, partner in sites:
+        key = _key(op, partner)
         if routine_ops and count[key] > 1 and key not in out:
-            routine = _Routine.build(op, fresh)
+            routine = _Routine.build(op, fresh, partner)
             if routine.size >= routine_ops:
                 out[key] = routine
     return out

@@ -93,6 +93,14 @@ def round_rational(q: Fraction, mode: str = "rn", zero_sign: int = 0) -> int:
 
     `zero_sign` is the sign bit used when q is exactly zero.
     """
+    return round_rational_to(q, mode, zero_sign, 23, 127, _overflow)
+
+
+def round_rational_to(q: Fraction, mode: str, zero_sign: int, frac_bits: int, emax: int,
+                      overflow) -> int:
+    """Round an exact rational to the binary format with `frac_bits` stored
+    significand bits and largest exponent `emax` (float32: 23, 127; float64:
+    52, 1023); `overflow(negative, mode)` gives the pattern past it."""
     if q == 0:
         return zero_sign
     negative = q < 0
@@ -100,19 +108,20 @@ def round_rational(q: Fraction, mode: str = "rn", zero_sign: int = 0) -> int:
     e = num.bit_length() - den.bit_length()
     if (num << max(0, -e)) < (den << max(0, e)):
         e -= 1
-    e = max(e, -126)  # subnormals share the smallest exponent
-    shift = 23 - e
+    e = max(e, 1 - emax)  # subnormals share the smallest exponent
+    shift = frac_bits - e
     n, d = (num << shift, den) if shift >= 0 else (num, den << -shift)
     m, rem = divmod(n, d)
     if rem and _round_up(m, rem, d, negative, mode):
         m += 1
-    if m == 1 << 24:
+    if m == 1 << (frac_bits + 1):
         m >>= 1
         e += 1
-    if e > 127:
-        return _overflow(negative, mode)
-    bits = m if m < (1 << 23) else ((e + 127) << 23) | (m - (1 << 23))
-    return bits | (SIGN if negative else 0)
+    if e > emax:
+        return overflow(negative, mode)
+    hidden = 1 << frac_bits
+    bits = m if m < hidden else ((e + emax) << frac_bits) | (m - hidden)
+    return bits | (int(negative) << (frac_bits + (2 * emax + 1).bit_length()))
 
 
 def _round_up(m: int, rem: int, d: int, negative: bool, mode: str) -> bool:

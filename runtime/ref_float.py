@@ -9,6 +9,8 @@ from collections.abc import Callable
 from qgc.machine.softfloat import from_f16 as f16_to_f32
 from qgc.machine.softfloat import to_f16 as f32_to_f16
 from qgc.runtime import float32 as F
+from qgc.runtime import float64 as D
+from qgc.runtime import ref_float64 as R64
 from qgc.runtime.float32 import minmax_bits
 from qgc.runtime.ref_decode import (
     ALU,
@@ -88,9 +90,11 @@ def float_fma(cx: Ctx):
     return ALU, lambda th: d(th, F.fma_exact(a(th), b(th), c(th), mode))
 
 
-@op("fma", "fma{.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32",
+@op("fma", "fma{.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32", "fma{.rn,.rz,.rm,.rp}.f64",
     desc="fused multiply-add, rounded once (exact)", mods=("ftz", "sat") + ROUNDINGS)
 def _fma_op(cx: Ctx):
+    if cx.code.types == ("f64",):
+        return R64.fma(cx)
     return float_fma(cx)
 
 
@@ -114,17 +118,21 @@ def _approx_unary(cx: Ctx, base: str, exact: Callable | None = None):
     return ALU, lambda th: d(th, program(REF_OPS, bits(th), ftz))
 
 
-@op("rcp", "rcp{.rn,.rz,.rm,.rp}{.ftz}.f32", "rcp.approx{.ftz}.f32",
+@op("rcp", "rcp{.rn,.rz,.rm,.rp}{.ftz}.f32", "rcp.approx{.ftz}.f32", "rcp{.rn,.rz,.rm,.rp}.f64",
     desc="reciprocal (exact, or qgc's approx algorithm: rcp.rn)",
     mods=("approx", "ftz") + ROUNDINGS)
 def _rcp_op(cx: Ctx):
+    if cx.code.types == ("f64",):
+        return R64.unary(cx, lambda x, mode: D.div(1.0, x, mode))
     return _approx_unary(cx, "rcp", lambda x, mode: F.div_exact(1.0, x, mode))
 
 
-@op("sqrt", "sqrt{.rn,.rz,.rm,.rp}{.ftz}.f32", "sqrt.approx{.ftz}.f32",
+@op("sqrt", "sqrt{.rn,.rz,.rm,.rp}{.ftz}.f32", "sqrt.approx{.ftz}.f32", "sqrt{.rn,.rz,.rm,.rp}.f64",
     desc="square root (exact, or qgc's approx algorithm: sqrt.rn)",
     mods=("approx", "ftz") + ROUNDINGS)
 def _sqrt_op(cx: Ctx):
+    if cx.code.types == ("f64",):
+        return R64.unary(cx, D.sqrt)
     return _approx_unary(cx, "sqrt", F.sqrt_exact)
 
 
@@ -197,16 +205,19 @@ def _testp(cx: Ctx):
 
 # ================================================================== conversions
 
-CVT_TYPES = INT_TYPES + ("f32", "f16")
+CVT_TYPES = INT_TYPES + ("f32", "f16", "f64")
 
 
 @op("cvt", "cvt{.sat}.{u8,s8,u16,s16,u32,s32,u64,s64}.{u8,s8,u16,s16,u32,s32,u64,s64}",
     "cvt{.rn,.rz,.rm,.rp}{.sat}.f32.{u8,...,s64}",
     "cvt.{rni,rzi,rmi,rpi}{.ftz}{.sat}.{u8,...,s64}.f32",
     "cvt{.rni,.rzi,.rmi,.rpi,.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32.f32",
-    "cvt.rn{.ftz}.f16.f32", "cvt{.ftz}.f32.f16",
-    desc="convert between integer widths (truncate/extend, .sat clamps), int<->f32 "
-         "(rounding; float->int saturates, NaN->0), f32 rounding to integral, f16<->f32",
+    "cvt.rn{.ftz}.f16.f32", "cvt{.ftz}.f32.f16", "cvt{.ftz}.f64.f32",
+    "cvt{.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32.f64", "cvt{.rn,.rz,.rm,.rp}.f64.{u8,...,s64}",
+    "cvt.{rni,rzi,rmi,rpi}.{u8,...,s64}.f64", "cvt.{rni,rzi,rmi,rpi}.f64.f64",
+    desc="convert between integer widths (truncate/extend, .sat clamps), int<->f32 and "
+         "int<->f64 (rounding; float->int saturates, NaN->0), f32 and f64 rounding to "
+         "integral, f16<->f32, f32<->f64",
     mods=("sat", "ftz") + ROUNDINGS + INT_ROUNDINGS)
 def _cvt(cx: Ctx):
     types = cx.code.types
@@ -216,6 +227,8 @@ def _cvt(cx: Ctx):
     cx.operands(2)
     if "f16" in types:
         return _cvt_f16(cx, dt, at)
+    if "f64" in types:
+        return R64.convert(cx, dt, at)
     if dt == "f32" and at == "f32":
         return _cvt_f32_f32(cx)
     if dt == "f32":

@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 from qgc.dialects.ptx import Imm, Pair
 from qgc.runtime import float32 as F
+from qgc.runtime import float64 as D
+from qgc.runtime import ref_float64 as R64
 from qgc.runtime.ref_decode import (
     ALU,
     BIT_TYPES,
@@ -54,13 +56,15 @@ def _sat32(value: int) -> int:
 
 
 @op("add", "add.{u16,s16,u32,s32,u64,s64}", "add.sat.s32", "add.cc.{u32,s32,u64,s64}",
-    "add{.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32",
-    desc="integer add (wrapping; .sat clamps s32; .cc sets the carry); f32 add",
+    "add{.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32", "add{.rn,.rz,.rm,.rp}.f64",
+    desc="integer add (wrapping; .sat clamps s32; .cc sets the carry); f32 and f64 add",
     mods=("sat", "cc", "ftz") + ROUNDINGS)
 def _add(cx: Ctx):
-    t = cx.one_type(INT_ARITH + BIT_TYPES[1:] + ("f32",))
+    t = cx.one_type(INT_ARITH + BIT_TYPES[1:] + ("f32", "f64"))
     if t == "f32":
         return float_binary(cx, F.add_exact, lambda x, y: x + y)
+    if t == "f64":
+        return R64.binary(cx, D.add)
     if "cc" in cx.mods:
         return _carry_op(cx, t, sub=False, use_carry=False)
     if "sat" in cx.mods:
@@ -71,14 +75,17 @@ def _add(cx: Ctx):
 
 
 @op("sub", "sub.{u16,s16,u32,s32,u64,s64}", "sub.sat.s32", "sub.cc.{u32,s32,u64,s64}",
-    "sub{.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32",
-    desc="integer subtract (wrapping; .sat clamps s32; .cc sets the borrow); f32 subtract",
+    "sub{.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32", "sub{.rn,.rz,.rm,.rp}.f64",
+    desc="integer subtract (wrapping; .sat clamps s32; .cc sets the borrow); f32 and f64 "
+         "subtract",
     mods=("sat", "cc", "ftz") + ROUNDINGS)
 def _sub(cx: Ctx):
-    t = cx.one_type(INT_ARITH + BIT_TYPES[1:] + ("f32",))
+    t = cx.one_type(INT_ARITH + BIT_TYPES[1:] + ("f32", "f64"))
     if t == "f32":
         return float_binary(cx, lambda x, y, mode: F.add_exact(x, -y, mode),
                              lambda x, y: x - y)
+    if t == "f64":
+        return R64.binary(cx, D.sub)
     if "cc" in cx.mods:
         return _carry_op(cx, t, sub=True, use_carry=False)
     if "sat" in cx.mods:
@@ -129,13 +136,15 @@ def _product(t: str) -> Callable:
 
 
 @op("mul", "mul.{lo,hi}.{u16,s16,u32,s32,u64,s64}", "mul.wide.{u16,s16,u32,s32}",
-    "mul{.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32",
-    desc="integer multiply (low half, high half, or double-width); f32 multiply",
+    "mul{.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32", "mul{.rn,.rz,.rm,.rp}.f64",
+    desc="integer multiply (low half, high half, or double-width); f32 and f64 multiply",
     mods=("lo", "hi", "wide", "ftz", "sat") + ROUNDINGS)
 def _mul(cx: Ctx):
-    t = cx.one_type(INT_ARITH + ("f32",))
+    t = cx.one_type(INT_ARITH + ("f32", "f64"))
     if t == "f32":
         return float_binary(cx, F.mul_exact, lambda x, y: x * y)
+    if t == "f64":
+        return R64.binary(cx, D.mul)
     bits, prod = type_bits(t), _product(t)
     if "wide" in cx.mods:
         if t not in _WIDE:
@@ -154,12 +163,15 @@ def _mul(cx: Ctx):
 
 @op("mad", "mad.{lo,hi}.{u16,s16,u32,s32,u64,s64}", "mad.hi.sat.s32",
     "mad.wide.{u16,s16,u32,s32}", "mad{.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32",
-    desc="integer multiply-add; f32 mad (a fused multiply-add, like fma)",
+    "mad{.rn,.rz,.rm,.rp}.f64",
+    desc="integer multiply-add; f32 and f64 mad (a fused multiply-add, like fma)",
     mods=("lo", "hi", "wide", "sat", "ftz") + ROUNDINGS)
 def _mad(cx: Ctx):
-    t = cx.one_type(INT_ARITH + ("f32",))
+    t = cx.one_type(INT_ARITH + ("f32", "f64"))
     if t == "f32":
         return float_fma(cx)
+    if t == "f64":
+        return R64.fma(cx)
     bits, prod = type_bits(t), _product(t)
     ops = cx.operands(4)
     if "wide" in cx.mods:
@@ -242,12 +254,14 @@ def _int_rem(t: str) -> Callable:
 
 
 @op("div", "div.{u16,s16,u32,s32,u64,s64}", "div{.rn,.rz,.rm,.rp}{.ftz}.f32",
-    "div.approx{.ftz}.f32", "div.full{.ftz}.f32",
-    desc="integer divide (toward zero; x/0 = all ones); f32 divide (correctly rounded, or "
+    "div.approx{.ftz}.f32", "div.full{.ftz}.f32", "div{.rn,.rz,.rm,.rp}.f64",
+    desc="integer divide (toward zero; x/0 = all ones); f32 and f64 divide (correctly rounded, or "
          "qgc's approx algorithms: div.approx a*rcp.rn(b), div.full div.rn)",
     mods=("approx", "full", "ftz") + ROUNDINGS)
 def _div(cx: Ctx):
-    t = cx.one_type(INT_ARITH + ("f32",))
+    t = cx.one_type(INT_ARITH + ("f32", "f64"))
+    if t == "f64":
+        return R64.binary(cx, D.div)
     if t == "f32":
         if cx.mods & {"approx", "full"}:
             return float_approx_div(cx)
@@ -262,22 +276,27 @@ def _rem(cx: Ctx):
     return _binary(cx, t, _int_rem(t))
 
 
-@op("abs", "abs.{s16,s32,s64}", "abs{.ftz}.f32", desc="absolute value (f32: clears the sign)",
+@op("abs", "abs.{s16,s32,s64}", "abs{.ftz}.f32", "abs.f64",
+    desc="absolute value (floats: clears the sign)",
     mods=("ftz",))
 def _abs(cx: Ctx):
-    t = cx.one_type(("s16", "s32", "s64", "f32"))
+    t = cx.one_type(("s16", "s32", "s64", "f32", "f64"))
     if t == "f32":
         return float_bits_unary(cx, lambda b: b & 0x7FFFFFFF)
+    if t == "f64":
+        return R64.bits_unary(cx, lambda b: b & ~D.SIGN)
     bits = type_bits(t)
     return _unary(cx, t, lambda x: abs(signed(x, bits)))
 
 
-@op("neg", "neg.{s16,s32,s64}", "neg{.ftz}.f32", desc="negate (f32: flips the sign)",
+@op("neg", "neg.{s16,s32,s64}", "neg{.ftz}.f32", "neg.f64", desc="negate (floats: flips the sign)",
     mods=("ftz",))
 def _neg(cx: Ctx):
-    t = cx.one_type(("s16", "s32", "s64", "f32"))
+    t = cx.one_type(("s16", "s32", "s64", "f32", "f64"))
     if t == "f32":
         return float_bits_unary(cx, lambda b: b ^ F.SIGN)
+    if t == "f64":
+        return R64.bits_unary(cx, lambda b: b ^ D.SIGN)
     return _unary(cx, t, lambda x: -x)
 
 
@@ -298,9 +317,11 @@ def int_minmax(t: str, pick_max: bool) -> Callable:
 
 
 def _minmax(cx: Ctx, pick_max: bool):
-    t = cx.one_type(INT_ARITH + ("f32",))
+    t = cx.one_type(INT_ARITH + ("f32", "f64"))
     if t == "f32":
         return float_minmax(cx, pick_max)
+    if t == "f64":
+        return R64.minmax(cx, pick_max)
     fn = int_minmax(t, pick_max)
     if "relu" in cx.mods:
         if t != "s32":
@@ -310,13 +331,13 @@ def _minmax(cx: Ctx, pick_max: bool):
     return _binary(cx, t, fn)
 
 
-@op("min", "min{.relu}.{u16,s16,u32,s32,u64,s64}", "min{.ftz}{.NaN}.f32",
+@op("min", "min{.relu}.{u16,s16,u32,s32,u64,s64}", "min{.ftz}{.NaN}.f32", "min.f64",
     desc="minimum (f32: the non-NaN operand; -0 < +0)", mods=("relu", "ftz", "NaN"))
 def _min(cx: Ctx):
     return _minmax(cx, pick_max=False)
 
 
-@op("max", "max{.relu}.{u16,s16,u32,s32,u64,s64}", "max{.ftz}{.NaN}.f32",
+@op("max", "max{.relu}.{u16,s16,u32,s32,u64,s64}", "max{.ftz}{.NaN}.f32", "max.f64",
     desc="maximum (f32: the non-NaN operand; -0 < +0)", mods=("relu", "ftz", "NaN"))
 def _max(cx: Ctx):
     return _minmax(cx, pick_max=True)
@@ -621,6 +642,10 @@ def _comparison(cx: Ctx, t: str) -> Callable:
         raise cx.unsupported()
     cmp = cmps[0]
     a_op, b_op = cx.ops[1], cx.ops[2]
+    if t == "f64":
+        if cmp not in _FLOAT_CMP or "ftz" in cx.mods:
+            raise cx.unsupported()
+        return R64.compare(cx, _FLOAT_CMP[cmp], a_op, b_op)
     if t == "f32":
         if cmp not in _FLOAT_CMP:
             raise cx.unsupported()
@@ -651,12 +676,13 @@ def _combine(cx: Ctx, base_operands: int) -> tuple[Callable | None, Callable | N
     return _BOOL_OPS[bops[0]], cx.psrc(cx.ops[base_operands])
 
 
-CMP_TYPES = ("b16", "b32", "b64") + INT_ARITH + ("f32",)
+CMP_TYPES = ("b16", "b32", "b64") + INT_ARITH + ("f32", "f64")
 
 
 @op("setp", "setp.{eq,ne,lt,le,gt,ge}.{b16,b32,b64,u16,u32,u64,s16,s32,s64}",
     "setp.{lo,ls,hi,hs}.{b16,b32,b64,u16,u32,u64}",
     "setp.{eq,ne,lt,le,gt,ge,equ,neu,ltu,leu,gtu,geu,num,nan}{.ftz}.f32",
+    "setp.{eq,ne,lt,le,gt,ge,equ,neu,ltu,leu,gtu,geu,num,nan}.f64",
     "setp.CmpOp.{and,or,xor}.type p[|q], a, b, {!}c",
     desc="compare to a predicate (and its complement with p|q), optionally combined "
          "with a third predicate", mods=CMP_MODS)
@@ -703,10 +729,10 @@ def _set(cx: Ctx):
     return ALU, lambda th: d(th, true if bop(cmp(th), c(th)) else 0)
 
 
-@op("selp", "selp.{b16,b32,b64,u16,u32,u64,s16,s32,s64,f32}",
+@op("selp", "selp.{b16,b32,b64,u16,u32,u64,s16,s32,s64,f32,f64}",
     desc="select: d = c ? a : b")
 def _selp(cx: Ctx):
-    t = cx.one_type(BIT_TYPES[1:] + INT_ARITH + ("f32",))
+    t = cx.one_type(BIT_TYPES[1:] + INT_ARITH + ("f32", "f64"))
     ops = cx.operands(4)
     d, a, b, c = cx.dst(ops[0], t), cx.src(ops[1], t), cx.src(ops[2], t), cx.psrc(ops[3])
     return ALU, lambda th: d(th, a(th) if c(th) else b(th))

@@ -23,10 +23,10 @@ from qgc.runtime.ref_int import INT_ARITH, int_minmax
 
 # ============================================================ moves and memory
 
-MOV_TYPES = ("pred",) + BIT_TYPES[1:] + INT_ARITH + ("f32", "f16")
+MOV_TYPES = ("pred",) + BIT_TYPES[1:] + INT_ARITH + ("f32", "f16", "f64")
 
 
-@op("mov", "mov.{pred,b16,b32,b64,u16,u32,u64,s16,s32,s64,f32}",
+@op("mov", "mov.{pred,b16,b32,b64,u16,u32,u64,s16,s32,s64,f32,f64}",
     "mov.{u32,u64} d, variable (its address in its state space)",
     "mov.{b32,b64} d, {a, b, ...} (pack) / {a, b, ...}, a (unpack)",
     desc="move a register, immediate, special register, variable address, or "
@@ -75,7 +75,7 @@ def _unpack(cx: Ctx, t: str, dst: Vec, src):
     return ALU, run
 
 
-LD_TYPES = BIT_TYPES + INT_TYPES + ("f32", "f16")
+LD_TYPES = BIT_TYPES + INT_TYPES + ("f32", "f16", "f64")
 LD_MODS = tuple(SPACES) + tuple(ORDERING) + ("v2", "v4", "shared::cta", "shared::cluster",
                                               "param::entry", "param::func", "unified")
 

@@ -71,7 +71,9 @@ ALSO_ACCEPTED = ("matmul4x4", "saxpy_s32", "grid_stride", "branchy", "divrem_sig
                  # f16 and bf16 storage, f32 <-> 64-bit integer conversions; __constant__
                  "half_mix", "conv_const",
                  # warp-uniform loads beside per-lane ones (one read for the warp)
-                 "uniform_loads")
+                 "uniform_loads",
+                 # f64: double literals in float code, double to int and back
+                 "double_literals")
 
 
 def accepted_cases() -> list[tuple[str, str, str]]:

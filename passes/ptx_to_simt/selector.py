@@ -22,6 +22,7 @@ from qgc.passes.ptx_to_simt.blocks import (
     is_warp_sync,
 )
 from qgc.passes.ptx_to_simt.common import INT32, SUBWORD, WIDE, WORD32, unsupported
+from qgc.passes.ptx_to_simt.doubles import DoubleOps, as_bits
 from qgc.passes.ptx_to_simt.floats import FloatOps
 from qgc.passes.ptx_to_simt.legalize import Emitter, Wide
 from qgc.passes.ptx_to_simt.memory import MemoryAccesses
@@ -33,8 +34,8 @@ from qgc.passes.ptx_to_simt.warp import WarpOps
 from qgc.passes.ptx_to_simt.wide import WideOps
 
 
-class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, SubwordOps, WarpOps,
-               MemoryAccesses, Ordering, WideOps, AddressArithmetic):
+class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, DoubleOps, SubwordOps,
+               WarpOps, MemoryAccesses, Ordering, WideOps, AddressArithmetic):
     """Selects the machine ops of one PTX entry (`run` gives its `simt.kernel`)."""
 
     def __init__(self, entry: ptx.EntryOp, mem_words: int, values: frozenset[str] = frozenset()):
@@ -205,8 +206,12 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, SubwordOps, W
         base, t, mods = opc.base, opc.type, opc.modifiers
         args = inst.operands_decoded
         guard = self.guard(inst)
+        if base in ("ld", "st") and t == "f64":
+            return self.memory(as_bits(inst), guard)
         if base in ("ld", "st", "atom"):
             return self.memory(inst, guard)
+        if "f64" in opc.types:
+            return self.float64(inst, guard)
         if base == "red":
             return self.memory(self.red_as_atom(inst), guard)
         if base in ("membar", "fence") or is_warp_sync(inst):

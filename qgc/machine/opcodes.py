@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from qgc.machine import approx_programs as ap
+from qgc.machine import float64_programs as f64
 from qgc.machine import float_programs as fp
 from qgc.machine import softfloat as sf
 from qgc.runtime.float32 import saturate
@@ -92,6 +93,10 @@ class AluOpcode:
     composite: bool = False
     """The program computes with f32 ops too (the `.approx` algorithms of
     `qgc.machine.approx_programs`): expanded first."""
+    both_words: Callable[..., Any] | None = field(default=None, compare=False)
+    """A `.lo` opcode of an f64 program: the program giving both result
+    words, which `simt-expand-float` runs once where the `.hi` opcode on the
+    same sources follows."""
 
     @property
     def arity(self) -> int:
@@ -382,6 +387,54 @@ def _convert_opcodes() -> list[AluOpcode]:
     return out
 
 
+def _word_pair(name: str, sources: int, program: Callable[..., tuple]) -> list[AluOpcode]:
+    """`NAME.lo` and `NAME.hi`: the low and high result word of an f64
+    program on `sources` words."""
+    def word(k: int):
+        return lambda *w: program(Evaluate(), *w)[k] & M32
+    return [AluOpcode(f"{name}.lo", word(0), None, ("word",) * sources,
+                      expand=lambda o, *w: program(o, *w)[0], both_words=program),
+            AluOpcode(f"{name}.hi", word(1), None, ("word",) * sources,
+                      expand=lambda o, *w: program(o, *w)[1])]
+
+
+def double_opcodes() -> list[AluOpcode]:
+    """The f64 programs long enough to share a routine
+    (`float64_programs`): fma, which add, sub and mul select too, div (rcp
+    too: 1 / x) and sqrt (digit recurrences in loops of machine blocks), and the
+    conversions between f64 and 64-bit integers (a 32-bit one extended to a
+    pair), each a pair of opcodes by result word; f64 to a 32-bit integer
+    has one word. The other f64 ops are short programs that selection
+    emits in place."""
+    out = []
+    for mode in sf.MODES:
+        out += _word_pair(f"fma.{mode}.f64", 6, lambda o, al, ah, bl, bh, cl, ch, m=mode:
+                          f64.fma(o, (al, ah), (bl, bh), (cl, ch), m))
+        out += _word_pair(f"div.{mode}.f64", 4, lambda o, al, ah, bl, bh, m=mode:
+                          f64.div(o, (al, ah), (bl, bh), m))
+        out += _word_pair(f"sqrt.{mode}.f64", 2, lambda o, lo, hi, m=mode:
+                          f64.sqrt(o, (lo, hi), m))
+        for it in ("s64", "u64"):
+            out += _word_pair(f"cvt.{mode}.f64.{it}", 2, lambda o, lo, hi, m=mode, s=it == "s64":
+                              f64.from_int(o, (lo, hi), s, m))
+    for mode in ("rni", "rzi", "rmi", "rpi"):
+        for it in ("s64", "u64"):
+            out += _word_pair(f"cvt.{mode}.{it}.f64", 2, lambda o, lo, hi, m=mode, s=it == "s64":
+                              f64.to_int(o, (lo, hi), m, 64, s))
+        for it in ("s32", "u32"):
+            program = _to_word(mode, it == "s32")
+            out.append(AluOpcode(f"cvt.{mode}.{it}.f64", lambda lo, hi, p=program:
+                                 p(Evaluate(), lo, hi) & M32, None, TWO, expand=program))
+    return out
+
+
+def _to_word(mode: str, signed: bool) -> Callable[..., Any]:
+    """`cvt.MODE.{s,u}32.f64`: one result word."""
+    def program(o, lo, hi):
+        return f64.to_int(o, (lo, hi), mode, 32, signed)[0]
+    return program
+
+
 def float_opcodes() -> list[AluOpcode]:
     """The f32 opcodes: evaluated by `softfloat`, expanded into integer ops
     by `simt-expand-float` before the tensor level."""
@@ -491,6 +544,7 @@ ALU_OPCODES: dict[str, AluOpcode] = _opcodes(
     *_shf_opcodes(),
     *(_prmt_opcode(mode) for mode in (None, *PRMT_MODES)),
     *float_opcodes(),
+    *double_opcodes(),
 )
 
 #: (PTX base, modifiers, type) → the ALU opcode that instruction selects

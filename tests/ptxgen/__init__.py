@@ -31,7 +31,9 @@ Families (FAMILIES):
           abs neg min max setp(ordered, unordered, num, nan)+selp mov mov.b32(f32 bits)
           cvt.rn.f32.s32 cvt.rzi.s32.f32 cvt.rn.f32.{s,u}64 cvt.rzi.{s,u}64.f32, testp+selp,
           hex immediates 0fXXXXXXXX; x/x, x*inf, x+inf
-          and sqrt(-x) make NaNs on purpose
+          and sqrt(-x) make NaNs on purpose; the f64 of float code with double
+          literals (0dXXXXXXXXXXXXXXXX): cvt.f64.f32, add sub mul fma.rn div.rn
+          sqrt.rn abs min max setp+selp .f64, cvt.rn.f32.f64 cvt.rzi.s32.f64
   branch  divergent if/else (`@%p bra`, `@!%p bra`, `bra.uni`), bounded loops with
           data-dependent trip counts (<= 8), registers reassigned in branches and
           loops, stores in branches, early `ret`

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 from hypothesis import strategies as st
 
 from ptxgen.common import (
@@ -18,7 +20,7 @@ from ptxgen.common import (
     thread_ids,
     unread,
 )
-from ptxgen.records import FImm, GeneratedProgram, Imm, Kernel, Mem, Reg
+from ptxgen.records import DImm, FImm, GeneratedProgram, Imm, Kernel, Mem, Reg
 from ptxgen.values import INF_F32, data, f32_finite, f32_imm_bits, raw32
 
 # ========================================================== f32 instructions
@@ -224,7 +226,61 @@ def f_to_wide(draw, k, pool):
     return lo
 
 
-F32_OPS = (f_arith, f_arith, f_arith, f_fma, f_sqrt, f_invalid, f_absneg, f_minmax, f_minmax,
+#: double literals as compilers write them (0.5, 0.1, 1e-3, 100.0, ...), and any
+#: double of moderate size (the f32 values widened may be infinite: f64 NaNs
+#: come from them, and leave only as a dirty f32 or an s32 0)
+DOUBLE_LITERALS = st.one_of(
+    st.sampled_from([0.5, 0.25, 0.1, 1e-3, 1.1, 100.0, -7.25, 0.3, 2.5, 1.0]),
+    st.floats(min_value=1e-3, max_value=1e3).flatmap(
+        lambda x: st.sampled_from([x, -x]))).map(
+    lambda x: int.from_bytes(struct.pack("<d", x), "little"))
+
+
+def _widened(draw, k: Kernel, pool: Pool) -> Reg:
+    x = k.reg("f64")
+    k.emit("cvt", (), ("f64", "f32"), x, _clean(draw, k, pool))
+    return x
+
+
+def f_promoted(draw, k, pool):
+    """Float code with a double literal: an f32 widened (cvt.f64.f32), one to
+    three f64 ops with literals and other widened values, then back to f32
+    (cvt.rn.f32.f64: may overflow, so dirty) or to s32 (cvt.rzi.s32.f64)."""
+    x = _widened(draw, k, pool)
+    for _ in range(draw(st.integers(1, 3))):
+        op = draw(st.sampled_from(["add", "sub", "mul", "fma", "div", "sqrt", "min", "max",
+                                   "select"]))
+        literal = DImm(draw(DOUBLE_LITERALS))
+        other = _widened(draw, k, pool) if draw(st.booleans()) else literal
+        y = k.reg("f64")
+        if op == "fma":
+            k.emit("fma", "rn", "f64", y, x, literal, other)
+        elif op == "div":
+            k.emit("div", "rn", "f64", y, x, literal)
+        elif op == "sqrt":
+            t = k.reg("f64")
+            k.emit("abs", (), "f64", t, x)
+            k.emit("sqrt", "rn", "f64", y, t)
+        elif op == "select":
+            p = k.reg("pred")
+            k.emit("setp", draw(st.sampled_from(["lt", "le", "gt", "ge", "eq", "ne"])), "f64",
+                   p, x, other)
+            k.emit("selp", (), "f64", y, x, literal, p)
+        else:
+            k.emit(op, ("rn",) if op in ("add", "sub", "mul") and draw(st.booleans()) else (),
+                   "f64", y, x, other)
+        x = y
+    if draw(st.booleans()):
+        dst = k.reg("b32")
+        k.emit("cvt", "rzi", ("s32", "f64"), dst, x)
+        pool.b32.append(dst)
+        return dst
+    dst = k.reg("f32")
+    k.emit("cvt", "rn", ("f32", "f64"), dst, x)
+    return _fresult(pool, dst, True)
+
+
+F32_OPS = (f_promoted, f_arith, f_arith, f_arith, f_fma, f_sqrt, f_invalid, f_absneg, f_minmax, f_minmax,
            f_select, f_select, f_classify, f_mov, f_from_int, f_to_int, f_from_wide, f_to_wide)
 
 

@@ -4,6 +4,7 @@ and returns the expected buffers."""
 from __future__ import annotations
 
 import math
+import struct
 from fractions import Fraction
 
 import numpy as np
@@ -12,6 +13,7 @@ from ptxgen.records import (
     ELEM_BYTES,
     LOCAL_DEPOT,
     STEP_LIMIT,
+    DImm,
     FImm,
     Imm,
     Inst,
@@ -61,6 +63,73 @@ def _is_float(x: Inst) -> bool:
 
 def _f(v: int) -> np.float32:
     return f32_from_bits(v)
+
+
+def _d(v: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", v))[0]
+
+
+def _d_bits(x: float) -> int:
+    """A NaN is never stored (f32 NaNs are sanitized, s32 conversions give 0):
+    its payload, which PTX leaves open, is the canonical one."""
+    if math.isnan(x):
+        return 0x7FFF_FFFF_FFFF_FFFF
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def _fma64(a: float, b: float, c: float) -> float:
+    if not all(math.isfinite(v) for v in (a, b, c)):
+        return a * b + c
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    return float(exact) if exact != 0 else a * b + c
+
+
+def _minmax64(a: float, b: float, pick) -> float:
+    """The other operand for one NaN; −0 below +0."""
+    if math.isnan(a) or math.isnan(b):
+        return b if math.isnan(a) else a
+    return pick(a, b, key=_ordered)
+
+
+def _ordered(x: float) -> tuple[float, float]:
+    """−0 below +0."""
+    return x, math.copysign(1.0, x)
+
+
+#: f64 (the promotions of float code): Python's doubles,
+#: fma rounded once through exact rationals
+_F64 = {
+    "add": lambda v: _d(v[0]) + _d(v[1]), "sub": lambda v: _d(v[0]) - _d(v[1]),
+    "mul": lambda v: _d(v[0]) * _d(v[1]), "div": lambda v: _d(v[0]) / _d(v[1]),
+    "fma": lambda v: _fma64(_d(v[0]), _d(v[1]), _d(v[2])),
+    "sqrt": lambda v: math.sqrt(_d(v[0])),
+    "abs": lambda v: abs(_d(v[0])), "neg": lambda v: -_d(v[0]),
+    "min": lambda v: _minmax64(_d(v[0]), _d(v[1]), min),
+    "max": lambda v: _minmax64(_d(v[0]), _d(v[1]), max),
+}
+
+
+def _alu_f64(x, v):
+    return _d_bits(_F64[x.op](v))
+
+
+def _cvt_f64(x, v) -> int:
+    dst, src = x.types
+    if dst == "f64":                          # cvt.f64.f32: exact
+        return _d_bits(float(_f(v[0])))
+    d = _d(v[0])
+    if dst == "f32":                          # cvt.rn.f32.f64
+        if math.isnan(d):
+            return 0x7FFF_FFFF
+        if math.isinf(d) or d == 0:
+            return f32_bits(np.float32(d))
+        return round_to_f32(Fraction(d))
+    n = type_bits(dst)                        # cvt.rzi.s32.f64: toward zero, saturated
+    lo, hi = (-(1 << (n - 1)), (1 << (n - 1)) - 1) if dst[0] == "s" else (0, bit_mask(n))
+    if math.isnan(d):
+        return 0
+    t = lo if d == -math.inf else hi if d == math.inf else math.trunc(d)
+    return min(max(t, lo), hi) & bit_mask(n)
 
 
 def _alu_add(x, v):
@@ -193,6 +262,9 @@ def _alu_sqrt(x, v):
 
 def _alu_setp(x, v):
     cmp, ty = x.mods[0], x.types[-1]
+    if ty == "f64":                           # ordered compares: false with a NaN
+        a, b = _d(v[0]), _d(v[1])
+        return not (math.isnan(a) or math.isnan(b)) and _INT_CMP[cmp](a, b)
     if ty == "f32":
         fa, fb = float(_f(v[0])), float(_f(v[1]))
         nan = math.isnan(fa) or math.isnan(fb)
@@ -345,7 +417,7 @@ class _Thread:
             return self.regs[x.name]
         if isinstance(x, Imm):
             return x.value
-        if isinstance(x, FImm):
+        if isinstance(x, FImm | DImm):
             return x.bits
         if isinstance(x, Special):
             return self.special[x.name]
@@ -404,6 +476,10 @@ class _Thread:
             self.regs[x.args[0].name] = self.load(x.mods[0], x.args[1], x.types[0])
         elif op == "atom":
             self.regs[x.args[0].name] = self.atom(x)
+        elif op == "cvt" and "f64" in x.types:
+            self.regs[x.args[0].name] = _cvt_f64(x, [self.read(a) for a in x.args[1:]])
+        elif x.types == ("f64",) and op in _F64:
+            self.regs[x.args[0].name] = _alu_f64(x, [self.read(a) for a in x.args[1:]])
         else:
             self.regs[x.args[0].name] = _ALU[op](x, [self.read(a) for a in x.args[1:]])
 

@@ -17,7 +17,7 @@ STEP_LIMIT = 20_000  # instructions per thread: a generator bug, never a real pr
 @dataclass(frozen=True)
 class Reg:
     name: str
-    kind: str  # "pred" | "b32" | "b64" | "f32"
+    kind: str  # "pred" | "b32" | "b64" | "f32" | "f64"
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,12 @@ class Imm:
 @dataclass(frozen=True)
 class FImm:
     """An f32 immediate, printed in PTX hex form 0fXXXXXXXX."""
+    bits: int
+
+
+@dataclass(frozen=True)
+class DImm:
+    """An f64 immediate (a double literal), printed 0dXXXXXXXXXXXXXXXX."""
     bits: int
 
 
@@ -54,7 +60,7 @@ class Label:
     name: str
 
 
-Operand = Reg | Imm | FImm | Special | Sym | Mem | Label
+Operand = Reg | Imm | FImm | DImm | Special | Sym | Mem | Label
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,8 @@ def _operand_text(x: Operand) -> str:
         return x.text
     if isinstance(x, FImm):
         return f"0f{x.bits:08X}"
+    if isinstance(x, DImm):
+        return f"0d{x.bits:016X}"
     assert isinstance(x, Mem)
     return f"[{x.base.name}{f'+{x.offset}' if x.offset else ''}]"
 
@@ -95,7 +103,7 @@ def _inst_text(x: Inst) -> str:
 # ================================================================ the kernel
 
 LOCAL_DEPOT = "__local_depot0"
-_REG_PREFIX = {"pred": "%p", "f32": "%f", "b32": "%r", "b64": "%rd"}
+_REG_PREFIX = {"pred": "%p", "f32": "%f", "b32": "%r", "b64": "%rd", "f64": "%fd"}
 ELEM_BYTES = {"u8": 1, "u16": 2, "u32": 4, "s32": 4, "b32": 4, "f32": 4, "u64": 8, "s64": 8,
               "b64": 8}
 
