@@ -99,7 +99,8 @@ class Case:
 
     @property
     def is_float(self) -> bool:
-        return self.name.endswith(("_f", "_f32")) or self.name in ("float_ops", "half_mix", "conv_const")
+        return self.name.endswith(("_f", "_f32")) or self.name in (
+            "float_ops", "half_mix", "conv_const", "double_literals")
 
     @property
     def hidden(self) -> int:
