@@ -172,12 +172,13 @@ def _tanh_op(cx: Ctx):
     return _approx_unary(cx, "tanh")
 
 
-@op("copysign", "copysign.f32", desc="b with the sign of a")
+@op("copysign", "copysign.{f32,f64}", desc="b with the sign of a")
 def _copysign(cx: Ctx):
-    cx.one_type(("f32",))
+    t = cx.one_type(("f32", "f64"))
     ops = cx.operands(3)
-    d, a, b = cx.dst(ops[0], "f32"), cx.src(ops[1], "f32"), cx.src(ops[2], "f32")
-    return ALU, lambda th: d(th, (b(th) & 0x7FFFFFFF) | (a(th) & F.SIGN))
+    d, a, b = cx.dst(ops[0], t), cx.src(ops[1], t), cx.src(ops[2], t)
+    sign = F.SIGN if t == "f32" else D.SIGN
+    return ALU, lambda th: d(th, (b(th) & ~sign) | (a(th) & sign))
 
 
 _TESTP = {

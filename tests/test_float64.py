@@ -11,7 +11,9 @@ import math
 import random
 import struct
 from fractions import Fraction
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from qgc.machine import float64_programs as P
@@ -169,6 +171,19 @@ def test_conversions_with_integers():
         assert got == want, (hex(x), mode, width, signed)
 
 
+def test_rounding_to_integral():
+    """cvt.rXi.f64.f64: halves and their neighbours, ±0 from small negatives,
+    values past 2^52 (integral already), the specials."""
+    rng = random.Random(9)
+    doubles = SPECIALS + [D.from_float(v) for v in (0.5, -0.5, 1.5, -2.5, 0.49999999999999994,
+                                                    2.0 ** 52 - 0.5, 2.0 ** 52 + 1, -0.3)]
+    doubles += [random_double(rng) for _ in range(200)]
+    for a in doubles:
+        for mode in ("rni", "rzi", "rmi", "rpi"):
+            assert bits_of(P.round_integral(OPS, pair(a), mode)) == \
+                D.round_integral(D.to_float(a), mode), (hex(a), mode)
+
+
 # ------------------------------------------------------------------ ref itself
 
 def test_ref_rounds_to_nearest_as_python_does():
@@ -209,3 +224,83 @@ def test_the_canonical_nan():
     assert nan == D.CANONICAL_NAN == 0x7FFF_FFFF_FFFF_FFFF
     assert D.to_f32(D.to_float(struct.unpack("<Q", struct.pack("<d", math.nan))[0]), "rn",
                     False, False) == F.CANONICAL_NAN
+
+
+# ------------------------------------------------------------------ kernels
+
+IDIOMS = Path(__file__).parent / "inputs" / "f64_idioms.ptx"
+ROUNDING_INPUTS = [3.0, -7.5, -0.25, 1e30, 0.5, -0.5, 2.5, -1e-40, 5.0, 7.0, -3.0, 0.0,
+                   1.5, -2.5, 4e9, -123.375]
+QUOTIENT_INPUTS = [1.0, -7.5, 0.0, 3e-40, 1e38, 0.1, -0.0, 2.0, 1e-3, -5.5, 7.0, 3.0, -1e-30,
+                   0.3, 12.0, -2.0]
+DIVISORS = [3, 0, -5, 7, 1, -1, 0, 100, 2**31 - 1, -2**31, 9, 10, -3, 6, 1, 2]
+
+
+def _round_half_away(v: float) -> float:
+    return math.copysign(math.floor(abs(v) + 0.5), v)
+
+
+def _saturated(v: float) -> int:
+    return min(max(int(v), -2**31), 2**31 - 1)
+
+
+def rounding_model(xs: list[float]) -> list[list]:
+    """floor, ceil, trunc, rint of x·0.5 (every sum exact here), round()."""
+    ys, qs = [], []
+    for x in xs:
+        h = float(np.float32(x)) * 0.5
+        ys.append(float(np.float32(math.floor(h) + math.ceil(h) * 0.25 + math.trunc(h)
+                                   + round(h))))
+        qs.append(_saturated(_round_half_away(h * 3.0)))
+    return [ys, qs]
+
+
+def quotients_model(xs: list[float], ks: list[int]) -> list[float]:
+    """Each op an IEEE double, the sum in source order, rounded to f32 once."""
+    out = []
+    with np.errstate(all="ignore"):
+        for x, k in zip(xs, ks, strict=True):
+            x, k = np.float64(np.float32(x)), np.float64(k)
+            total = x / np.float64(3.0) + k / x + np.float64(1.0) / k + np.sqrt(x * 3.0)
+            out.append(float(np.float32(total)))
+    return out
+
+
+def _idiom_runs(name: str, args: list) -> tuple[list, list]:
+    """(ref's buffers, the simt engine's after every tensor-stage pass before
+    convert-simt-to-tensor: the f64 programs expanded, blocks formed)."""
+    from qgc import driver
+    from qgc.context import make_context
+    from qgc.frontend import parse_ptx
+    from qgc.pipeline import stage, up_to
+    from qgc.runtime.launch import load_launch
+    from qgc.runtime.ref import run_ref
+    from qgc.runtime.simt_engine import run_simt
+    launch = load_launch({"kernel": name, "grid": [1, 1, 1], "block": [16, 1, 1], "args": args})
+    text = IDIOMS.read_text()
+    want = run_ref(parse_ptx(text, IDIOMS.name), launch).buffers
+    module = parse_ptx(text, IDIOMS.name)
+    driver.apply_for_launch(make_context(), module,
+                            up_to(stage("tensor"), "convert-simt-to-tensor"), launch)
+    return want, run_simt(module, launch).buffers
+
+
+def _f32_bits(values: list[float]) -> list[bytes]:
+    return [struct.pack("<f", v) if v == v else b"nan" for v in values]
+
+
+def test_rounding_idioms_on_ref_and_the_machine():
+    ref, machine = _idiom_runs("rounding", [
+        {"type": "f32*", "data": ROUNDING_INPUTS}, {"type": "s32*", "data": [0] * 16},
+        {"type": "s32", "value": 16}])
+    ys, qs = rounding_model(ROUNDING_INPUTS)
+    assert _f32_bits(ref[0]) == _f32_bits(ys) and ref[1] == qs
+    assert machine == ref
+
+
+def test_division_and_root_idioms_on_ref_and_the_machine():
+    ref, machine = _idiom_runs("quotients", [
+        {"type": "f32*", "data": QUOTIENT_INPUTS}, {"type": "s32*", "data": DIVISORS},
+        {"type": "s32", "value": 16}])
+    assert _f32_bits(ref[0]) == _f32_bits(quotients_model(QUOTIENT_INPUTS, DIVISORS))
+    assert _f32_bits(machine[0]) == _f32_bits(ref[0])

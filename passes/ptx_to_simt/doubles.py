@@ -51,8 +51,9 @@ class DoubleOps:
         if base == "mov" and not mods:
             e = self.emitter(guard, args[0].name)
             return self.set_int(inst, e, self.double_of(inst, e, args[1]))
-        if base in ("neg", "abs", "min", "max") and not mods:
+        if base in ("neg", "abs", "min", "max", "copysign") and not mods:
             return self.program64(inst, guard, {"neg": f64.neg, "abs": f64.abs_,
+                                                "copysign": f64.copysign,
                                                 "min": lambda o, a, b: f64.minmax(o, a, b, False),
                                                 "max": lambda o, a, b: f64.minmax(o, a, b, True)
                                                 }[base])
@@ -130,10 +131,16 @@ class DoubleOps:
         return e.ops + o.ops + [_move_pred(self.vreg(p.name), result, guard)]
 
     def cvt64(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
-        """cvt between f64 and f32 or a 32- or 64-bit integer."""
+        """cvt between f64 and f32 or a 32- or 64-bit integer, and f64 to an
+        integral f64."""
         (dt, at), mods = inst.op.types, set(inst.op.modifiers)
         dst, src = inst.operands_decoded
         o = Emit(self.fresh)
+        integral = [m for m in mods if m in INT_ROUNDINGS]
+        if dt == "f64" and at == "f64" and len(integral) == 1 and mods == set(integral):
+            e = self.emitter(guard, dst.name)
+            a = list(self.double_of(inst, e, src))
+            return self.set_int(inst, e, self.word_pair(e, f"cvt.{integral[0]}.f64.f64", a))
         if dt == "f64" and at == "f32" and mods <= {"ftz"}:
             pre: list[Operation] = []
             a = self.src32(inst, src, pre)
@@ -161,7 +168,6 @@ class DoubleOps:
                 n = (word, e.alu("shr.s", [word, 31]) if at == "s32" else 0)
             name = f"cvt.{mode[0]}.f64.{'s64' if at in ('s32', 's64') else 'u64'}"
             return self.set_int(inst, e, self.word_pair(e, name, list(n)))
-        integral = [m for m in mods if m in INT_ROUNDINGS]
         if at == "f64" and dt in INTEGERS and len(integral) == 1 and \
                 mods - set(integral) <= {"sat"}:         # float → integer saturates anyway
             e = self.emitter(guard, dst.name)

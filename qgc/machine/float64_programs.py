@@ -255,6 +255,11 @@ def abs_(o: IntOps, a: tuple) -> tuple:
     return a[0], o.and_(a[1], MAG)
 
 
+def copysign(o: IntOps, a: tuple, b: tuple) -> tuple:
+    """`copysign.f64 d, a, b`: b with a's sign."""
+    return b[0], o.or_(o.and_(b[1], MAG), o.and_(a[1], SIGN))
+
+
 # ------------------------------------------------------------------ compares
 
 def _is_nan(o: IntOps, lo, hi):
@@ -359,12 +364,10 @@ def from_int(o: IntOps, n: tuple, signed: bool, mode: str = "rn") -> tuple:
     return _pick(o, (0, 0), out, o.setp("eq", lead, 64))
 
 
-def to_int(o: IntOps, a: tuple, mode: str, width: int, signed: bool) -> tuple:
-    """`cvt.rndi.{s,u}{32,64}.f64`: the significand shifted to put the
-    integer part in the top two of four words (the fraction below, with a
-    sticky bit), rounded by the mode, saturated to the type (NaN → 0)."""
-    x = Unpacked(o, *a)
-    negative = o.setp("ne", x.sign, 0)
+def _integral(o: IntOps, x: Unpacked, mode: str, negative) -> list:
+    """|x| rounded to an integer by `mode` (rni rzi rmi rpi), two words: the
+    significand shifted to put the integer part in the top two of four
+    words (the fraction below, with a sticky bit); |x| ≥ 2^64 wraps."""
     words = [0, 0, *x.sig]
     n = o.sub(1075, x.exp)
     right = shr_sticky_words(o, words, o.max_s(n, 0))
@@ -379,7 +382,15 @@ def to_int(o: IntOps, a: tuple, mode: str, width: int, signed: bool) -> tuple:
     else:
         inexact = o.any_(half, rest)
         up = o.all_(inexact, negative if mode == "rmi" else o.not_p(negative))
-    mag = add_words(o, r[2:], [0, 0], _bit(o, up) if up is not False else 0)
+    return add_words(o, r[2:], [0, 0], _bit(o, up) if up is not False else 0)
+
+
+def to_int(o: IntOps, a: tuple, mode: str, width: int, signed: bool) -> tuple:
+    """`cvt.rndi.{s,u}{32,64}.f64`: the integer part rounded by the mode,
+    saturated to the type (NaN → 0)."""
+    x = Unpacked(o, *a)
+    negative = o.setp("ne", x.sign, 0)
+    mag = _integral(o, x, mode, negative)
     huge = o.setp("ge.u", x.exp, 1023 + 64)
     if signed:
         limit = (0, 1 << 31) if width == 64 else (1 << 31, 0)     # 2^(width − 1)
@@ -487,3 +498,15 @@ def sqrt(o: IntOps, a: tuple, mode: str = "rn") -> tuple:
     out = _pick(o, a, out, o.any_(x.zero, x.inf))
     nan = o.any_(x.nan, o.all_(o.setp("ne", x.sign, 0), o.not_p(x.zero)))
     return _pick(o, NAN, out, nan)
+
+
+def round_integral(o: IntOps, a: tuple, mode: str) -> tuple:
+    """`cvt.rndi.f64.f64` (floor, ceil, trunc, rint of a double): below 2^52
+    the rounded integer part converted back (exactly) with x's sign, so a
+    negative that rounds to 0 is −0; from 2^52 up x is integral already."""
+    x = Unpacked(o, *a)
+    negative = o.setp("ne", x.sign, 0)
+    mag = from_int(o, tuple(_integral(o, x, mode, negative)), False, "rn")
+    out = (mag[0], o.or_(mag[1], x.sign))
+    out = _pick(o, a, out, o.setp("ge.u", x.exp, 1075))
+    return _pick(o, NAN, out, x.nan)

@@ -401,7 +401,8 @@ def _word_pair(name: str, sources: int, program: Callable[..., tuple]) -> list[A
 def double_opcodes() -> list[AluOpcode]:
     """The f64 programs long enough to share a routine
     (`float64_programs`): fma, which add, sub and mul select too, div (rcp
-    too: 1 / x) and sqrt (digit recurrences in loops of machine blocks), and the
+    too: 1 / x) and sqrt (digit recurrences in loops of machine blocks),
+    rounding to integral, and the
     conversions between f64 and 64-bit integers (a 32-bit one extended to a
     pair), each a pair of opcodes by result word; f64 to a 32-bit integer
     has one word. The other f64 ops are short programs that selection
@@ -418,6 +419,8 @@ def double_opcodes() -> list[AluOpcode]:
             out += _word_pair(f"cvt.{mode}.f64.{it}", 2, lambda o, lo, hi, m=mode, s=it == "s64":
                               f64.from_int(o, (lo, hi), s, m))
     for mode in ("rni", "rzi", "rmi", "rpi"):
+        out += _word_pair(f"cvt.{mode}.f64.f64", 2, lambda o, lo, hi, m=mode:
+                          f64.round_integral(o, (lo, hi), m))
         for it in ("s64", "u64"):
             out += _word_pair(f"cvt.{mode}.{it}.f64", 2, lambda o, lo, hi, m=mode, s=it == "s64":
                               f64.to_int(o, (lo, hi), m, 64, s))
