@@ -64,6 +64,9 @@ def check_arithmetic(a: int, b: int, c: int, mode: str) -> None:
                                 ("mul", P.mul, D.mul)):
         assert bits_of(program(OPS, pair(a), pair(b), mode)) == spec(x, y, mode), \
             (name, mode, hex(a), hex(b))
+    if mode != "rm":    # selection's mul: fma(a, b, −0), exact but in rm
+        assert bits_of(P.fma(OPS, pair(a), pair(b), (0, P.SIGN), mode)) == D.mul(x, y, mode), \
+            ("mul as fma", mode, hex(a), hex(b))
 
 
 @pytest.mark.parametrize("mode", MODES)
