@@ -26,6 +26,7 @@ from qgc.machine import approx_programs as ap
 from qgc.machine import float64_programs as f64
 from qgc.machine import float_programs as fp
 from qgc.machine import softfloat as sf
+from qgc.runtime import float64 as f64_spec
 from qgc.runtime.float32 import saturate
 
 if TYPE_CHECKING:
@@ -387,47 +388,69 @@ def _convert_opcodes() -> list[AluOpcode]:
     return out
 
 
-def _word_pair(name: str, sources: int, program: Callable[..., tuple]) -> list[AluOpcode]:
+def _word_pair(name: str, sources: int, program: Callable[..., tuple],
+               spec: Callable[..., int]) -> list[AluOpcode]:
     """`NAME.lo` and `NAME.hi`: the low and high result word of an f64
-    program on `sources` words."""
-    def word(k: int):
-        return lambda *w: program(Evaluate(), *w)[k] & M32
-    return [AluOpcode(f"{name}.lo", word(0), None, ("word",) * sources,
+    program on `sources` words. They evaluate by `spec`, `ref`'s binary64
+    on the 64-bit result (`qgc.runtime.float64`), not by the program: the
+    `simt` engine before and after `simt-expand-float` checks one against
+    the other."""
+    return [AluOpcode(f"{name}.lo", lambda *w: spec(*w) & M32, None, ("word",) * sources,
                       expand=lambda o, *w: program(o, *w)[0], both_words=program),
-            AluOpcode(f"{name}.hi", word(1), None, ("word",) * sources,
+            AluOpcode(f"{name}.hi", lambda *w: spec(*w) >> 32 & M32, None, ("word",) * sources,
                       expand=lambda o, *w: program(o, *w)[1])]
+
+
+def _double(lo: int, hi: int) -> float:
+    return f64_spec.to_float(lo | hi << 32)
+
+
+def _int64(lo: int, hi: int, signed_: bool) -> int:
+    n = lo | hi << 32
+    return n - (1 << 64) if signed_ and n >> 63 else n
 
 
 def double_opcodes() -> list[AluOpcode]:
     """The f64 programs long enough to share a routine
     (`float64_programs`): fma, which add, sub and mul select too, div (rcp
     too: 1 / x) and sqrt (digit recurrences in loops of machine blocks),
-    rounding to integral, and the
-    conversions between f64 and 64-bit integers (a 32-bit one extended to a
-    pair), each a pair of opcodes by result word; f64 to a 32-bit integer
-    has one word. The other f64 ops are short programs that selection
-    emits in place."""
+    rounding to integral, and the conversions between f64 and 64-bit
+    integers (a 32-bit one extended to a pair), each a pair of opcodes by
+    result word; f64 to a 32-bit integer has one word. The other f64 ops
+    are short programs that selection emits in place."""
+    D = f64_spec
     out = []
     for mode in sf.MODES:
         out += _word_pair(f"fma.{mode}.f64", 6, lambda o, al, ah, bl, bh, cl, ch, m=mode:
-                          f64.fma(o, (al, ah), (bl, bh), (cl, ch), m))
+                          f64.fma(o, (al, ah), (bl, bh), (cl, ch), m),
+                          lambda al, ah, bl, bh, cl, ch, m=mode: D.fma(
+                              _double(al, ah), _double(bl, bh), _double(cl, ch), m))
         out += _word_pair(f"div.{mode}.f64", 4, lambda o, al, ah, bl, bh, m=mode:
-                          f64.div(o, (al, ah), (bl, bh), m))
+                          f64.div(o, (al, ah), (bl, bh), m),
+                          lambda al, ah, bl, bh, m=mode: D.div(_double(al, ah),
+                                                               _double(bl, bh), m))
         out += _word_pair(f"sqrt.{mode}.f64", 2, lambda o, lo, hi, m=mode:
-                          f64.sqrt(o, (lo, hi), m))
+                          f64.sqrt(o, (lo, hi), m),
+                          lambda lo, hi, m=mode: D.sqrt(_double(lo, hi), m))
         for it in ("s64", "u64"):
             out += _word_pair(f"cvt.{mode}.f64.{it}", 2, lambda o, lo, hi, m=mode, s=it == "s64":
-                              f64.from_int(o, (lo, hi), s, m))
+                              f64.from_int(o, (lo, hi), s, m),
+                              lambda lo, hi, m=mode, s=it == "s64":
+                              D.from_int(_int64(lo, hi, s), m))
     for mode in ("rni", "rzi", "rmi", "rpi"):
         out += _word_pair(f"cvt.{mode}.f64.f64", 2, lambda o, lo, hi, m=mode:
-                          f64.round_integral(o, (lo, hi), m))
+                          f64.round_integral(o, (lo, hi), m),
+                          lambda lo, hi, m=mode: D.round_integral(_double(lo, hi), m))
         for it in ("s64", "u64"):
             out += _word_pair(f"cvt.{mode}.{it}.f64", 2, lambda o, lo, hi, m=mode, s=it == "s64":
-                              f64.to_int(o, (lo, hi), m, 64, s))
+                              f64.to_int(o, (lo, hi), m, 64, s),
+                              lambda lo, hi, m=mode, s=it == "s64":
+                              D.to_int(_double(lo, hi), m, 64, s) & (1 << 64) - 1)
         for it in ("s32", "u32"):
-            program = _to_word(mode, it == "s32")
-            out.append(AluOpcode(f"cvt.{mode}.{it}.f64", lambda lo, hi, p=program:
-                                 p(Evaluate(), lo, hi) & M32, None, TWO, expand=program))
+            out.append(AluOpcode(f"cvt.{mode}.{it}.f64",
+                                 lambda lo, hi, m=mode, s=it == "s32":
+                                 D.to_int(_double(lo, hi), m, 32, s) & M32,
+                                 None, TWO, expand=_to_word(mode, it == "s32")))
     return out
 
 
