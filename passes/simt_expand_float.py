@@ -253,20 +253,11 @@ def _partner(op: Operation) -> simt.AluOp | None:
     return None
 
 
-def _write_all(e: Emit, ops: list[Operation], guard: GuardAttr | None, results) -> None:
-    """Each result into its op's destination (one op, or an f64 pair)."""
-    if len(ops) == 1:
-        _write(e, ops[0].dst, guard, results)
-        return
-    for op, result in zip(ops, results, strict=True):
-        _write(e, op.dst, guard, result)
-
-
-def _run(op: Operation, partner: simt.AluOp | None):
-    """The program an op (or an f64 pair) expands into."""
-    if partner is not None:
-        return ALU_OPCODES[op.opcode.data].both_words
-    return _program(op)
+def _words(op: Operation, partner: simt.AluOp | None, e: Emit, srcs: list) -> list:
+    """The result words of the program an op expands into (an f64 pair: both)."""
+    if partner is None:
+        return [_program(op)(e, *srcs)]
+    return list(ALU_OPCODES[op.opcode.data].both_words(e, *srcs))
 
 
 def _replace(op: Operation, ops: list[Operation]) -> None:
@@ -282,8 +273,9 @@ def _replace(op: Operation, ops: list[Operation]) -> None:
 def _inline(kernel: simt.KernelOp, op: simt.AluOp | simt.SetpOp, fresh: _Fresh,
             partner: simt.AluOp | None = None) -> None:
     e = Emit(fresh)
-    _write_all(e, [op] if partner is None else [op, partner], op.guard,
-               _run(op, partner)(e, *_sources(op)))
+    targets = [op] if partner is None else [op, partner]
+    for target, word in zip(targets, _words(op, partner, e, _sources(op)), strict=True):
+        _write(e, target.dst, op.guard, word)
     if partner is not None:
         partner.detach()
         partner.erase()
@@ -328,10 +320,9 @@ class _Routine:
               partner: simt.AluOp | None = None) -> _Routine:
         args = [fresh() for _ in op.srcs.data]
         e = Emit(fresh)
-        results = [fresh("vp" if isinstance(op, simt.SetpOp) else "v")
-                   for _ in range(1 if partner is None else 2)]
-        out = _run(op, partner)(e, *args)
-        for result, word in zip(results, [out] if partner is None else out, strict=True):
+        words = _words(op, partner, e, args)
+        results = [fresh("vp" if isinstance(op, simt.SetpOp) else "v") for _ in words]
+        for result, word in zip(results, words, strict=True):
             _write(e, result, None, word)
         _located(e.ops, op)
         entry = Block()
