@@ -14,7 +14,7 @@ from qgc.dialects.simt import GuardAttr, RegAttr
 from qgc.machine import float64_programs as f64
 from qgc.passes.ptx_to_simt import legalize as lg
 from qgc.passes.ptx_to_simt.common import unsupported
-from qgc.passes.simt_expand_float import Emit
+from qgc.passes.simt_expand_float import Emit, _move
 
 ROUNDINGS = ("rn", "rz", "rm", "rp")
 INT_ROUNDINGS = ("rni", "rzi", "rmi", "rpi")
@@ -128,7 +128,7 @@ class DoubleOps:
         a, b = self.double_of(inst, e, args[1]), self.double_of(inst, e, args[2])
         o = Emit(self.fresh)
         result = f64.compare(o, mods[0], a, b)
-        return e.ops + o.ops + [_move_pred(self.vreg(p.name), result, guard)]
+        return e.ops + o.ops + [_move(self.vreg(p.name), result, guard)]
 
     def cvt64(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         """cvt between f64 and f32 or a 32- or 64-bit integer, and f64 to an
@@ -179,10 +179,3 @@ class DoubleOps:
             return e.ops
         raise unsupported(inst, inst.opcode.data)
 
-
-def _move_pred(dst: RegAttr, result, guard: GuardAttr | None) -> Operation:
-    if isinstance(result, bool):
-        return simt.PredOp("mov", dst, [int(result)], guard)
-    if isinstance(result, RegAttr):
-        result = GuardAttr(result)
-    return simt.PredOp("mov", dst, [result], guard)
