@@ -1140,6 +1140,22 @@ def double_literals(L, ws, x, k, y, q, n):
         q[2 * i + 1] = s32(u32(trunc_sat(s * -7.25, 64)) + trunc_sat(float(k[i]) * 2.5, 32))
 
 
+@kernel()
+def device_globals(L, ws, inp, out, total, n):
+    lut = [7, -3, 12, 0, 5, 99, -41, 8, 2, 64, -1, 33, 17, -8, 4, 21]   # __constant__
+    weight = [3, 1, 4, 1, 5, 9, 2, 6]                                   # __device__ bytes
+    bias = [100, -100]
+    d_total = 0                                   # a __device__ int, zero at the start
+    for t in all_threads(L):
+        i, v = t.tid[0], 0
+        if i < n:
+            x = inp[i]
+            v = s32(lut[x & 15] * weight[(x >> 4) & 7] + bias[i & 1])
+            out[i] = v
+        d_total = s32(d_total + v)                # atomicAdd: the order does not matter
+    total[0] = d_total                            # thread 0, after the barrier
+
+
 # ---------------------------------------------------------------------------
 
 

@@ -162,16 +162,20 @@ def _mul(cx: Ctx):
 
 
 @op("mad", "mad.{lo,hi}.{u16,s16,u32,s32,u64,s64}", "mad.hi.sat.s32",
+    "mad{.lo,.hi}.cc.{u32,s32,u64,s64}",
     "mad.wide.{u16,s16,u32,s32}", "mad{.rn,.rz,.rm,.rp}{.ftz}{.sat}.f32",
     "mad{.rn,.rz,.rm,.rp}.f64",
-    desc="integer multiply-add; f32 and f64 mad (a fused multiply-add, like fma)",
-    mods=("lo", "hi", "wide", "sat", "ftz") + ROUNDINGS)
+    desc="integer multiply-add (.cc sets the carry); f32 and f64 mad (a fused "
+         "multiply-add, like fma)",
+    mods=("lo", "hi", "wide", "sat", "ftz", "cc") + ROUNDINGS)
 def _mad(cx: Ctx):
     t = cx.one_type(INT_ARITH + ("f32", "f64"))
     if t == "f32":
         return float_fma(cx)
     if t == "f64":
         return R64.fma(cx)
+    if "cc" in cx.mods:
+        return _mad_carry(cx, t, use_carry=False)
     bits, prod = type_bits(t), _product(t)
     ops = cx.operands(4)
     if "wide" in cx.mods:
@@ -193,6 +197,29 @@ def _mad(cx: Ctx):
     if "lo" not in cx.mods or "sat" in cx.mods:
         raise cx.unsupported()
     return ALU, lambda th: d(th, (prod(a(th), b(th)) + c(th)) & m)
+
+
+@op("madc", "madc{.lo,.hi}{.cc}.{u32,s32,u64,s64}",
+    desc="multiply-add with carry-in (.cc sets the carry)", mods=("lo", "hi", "cc"))
+def _madc(cx: Ctx):
+    return _mad_carry(cx, cx.one_type(("u32", "s32", "u64", "s64")), use_carry=True)
+
+
+def _mad_carry(cx: Ctx, t: str, use_carry: bool):
+    """mad.cc/madc: the product's low or high half plus `c` (plus CC.CF),
+    an unsigned add whose carry-out `.cc` writes to `thread.cc`."""
+    if t not in ("u32", "s32", "u64", "s64") or ("lo" in cx.mods) == ("hi" in cx.mods):
+        raise cx.unsupported("mad.cc and madc need .lo or .hi")
+    bits, prod = type_bits(t), _product(t)
+    m, shift, set_cc = mask(bits), bits if "hi" in cx.mods else 0, "cc" in cx.mods
+    d, (a, b, c) = _int_operands(cx, t, 3)
+
+    def run(th):
+        full = (prod(a(th), b(th)) >> shift & m) + c(th) + (th.cc if use_carry else 0)
+        d(th, full & m)
+        if set_cc:
+            th.cc = full >> bits
+    return ALU, run
 
 
 def _mul24(cx: Ctx, with_c: bool):

@@ -342,7 +342,8 @@ LIBM = Path(__file__).parent / "inputs" / "libm_f.ptx"
 LIBM_PTX = (LIBM, LIBM.with_suffix(".clang.ptx"))       # nvcc's, clang's
 LIBM_KERNELS = ("exp_f", "log1_f", "tanh_f", "erf_f", "atan2_f", "cbrt_f", "fmod_f", "expm1_f",
                 "hypot_f", "sigmoid_f", "pow_f", "exp2_f", "log2_f", "log10_f", "sinh_f", "asin_f",
-                "acos_f", "atan_f", "remainder_f", "frexp_f")
+                "acos_f", "atan_f", "remainder_f", "frexp_f", "sin_f", "cos_f", "tan_f",
+                "sincos_f")
 #: the special classes and values across each function's ranges (overflow of
 #: expf at 88.7, its underflow, the subnormals, huge and tiny arguments)
 LIBM_INPUTS = [0.5, -1.5, 3.0, 100.0, -0.0, 1e-40, 88.7, -104.0, 1e30, math.inf, -math.inf,
@@ -356,11 +357,14 @@ def libm_launch(name: str):
 
 
 def _one_entry(text: str, name: str) -> str:
-    """The module's header and kernel `name` alone (nvcc inlines every device
-    function, so each entry stands by itself): the others are not compiled."""
-    header, *entries = text.split("\n\t// .globl\t")
+    """The module's header, its variables and kernel `name` alone (nvcc
+    inlines every device function, so each entry stands by itself): the
+    others are not compiled."""
+    variables = "\n".join(re.findall(r"^\.(?:global|const) .*$", text, re.MULTILINE))
+    header, *entries = re.sub(r"^\.(?:global|const) .*$", "", text,
+                              flags=re.MULTILINE).split("\n\t// .globl\t")
     (entry,) = [e for e in entries if re.match(rf"{name}\b", e)]
-    return f"{header}\n\t// .globl\t{entry}"
+    return f"{header}\n{variables}\n\t// .globl\t{entry}"
 
 
 @pytest.mark.parametrize("ptx", LIBM_PTX, ids=("nvcc", "clang"))
@@ -368,8 +372,10 @@ def _one_entry(text: str, name: str) -> str:
 def test_cuda_math_functions_run_equal_to_ref_after_expansion(name, ptx):
     """expf, logf, tanhf, erff, atan2f, cbrtf, fmodf, expm1f, hypotf, a
     sigmoid, powf (nine predicates live at once: one is kept as a word),
-    exp2f, log2f, log10f, sinhf, asinf, acosf, atanf, remainderf and
-    frexpf/ldexpf as nvcc inlines them: the tensor stages' machine program
+    exp2f, log2f, log10f, sinhf, asinf, acosf, atanf, remainderf,
+    frexpf/ldexpf, sinf, cosf, tanf and sincosf (their reduction of a large
+    argument reads the module table `__cudart_i2opi_f`; clang's with
+    `mad.lo.cc`/`madc.hi`) as the compilers inline them: the tensor stages' machine program
     (every f32 op expanded, blocks formed) gives `ref`'s bits on every input."""
     from qgc.frontend import parse_ptx
     from qgc.runtime.ref import run_ref

@@ -60,6 +60,9 @@ LIBM_BOUNDS = {
     "acos_f": (lambda x: _exact(math.acos, f32(x) * f32(0.01)), 2),
     "atan_f": (lambda x: math.atan(x), 2),
     "frexp_f": (_frexp_ldexp, 0),
+    "sin_f": (lambda x: _exact(math.sin, x), 2),
+    "cos_f": (lambda x: _exact(math.cos, x), 2),
+    "tan_f": (lambda x: _exact(math.tan, x), 4),
 }
 
 

@@ -44,6 +44,8 @@ from qgc.dialects.simt.attributes import GuardAttr, RegAttr, Src, reg
 from qgc.dialects.simt.directives import (
     Address,
     Guard,
+    ModuleVar,
+    ModuleVars,
     OptReg,
     OptSource,
     Reg,
@@ -53,6 +55,8 @@ from qgc.dialects.simt.directives import (
     Source,
     Sources,
     TrailingSources,
+    module_var,
+    module_vars_of,
     shared_vars_of,
 )
 from qgc.dialects.simt.facts import (
@@ -117,12 +121,12 @@ SIMT = Dialect(
 __all__ = [
     "ATOM_OPS", "ATOM_PAIR_OPS", "OptReg", "Address", "AluOp", "AtomOp", "BarrierOp", "BranchOp", "DEFAULT_MAX_BLOCKS",
     "DEFAULT_MAX_OPS", "DEFAULT_MEM_WORDS", "DEFAULT_PREDS", "DEFAULT_REGS", "ExitOp",
-    "GUARD_FORMAT", "Guard", "GuardAttr", "KernelOp", "LANES", "LdOp", "MachineOp", "MemoryOp",
+    "GUARD_FORMAT", "Guard", "GuardAttr", "KernelOp", "LANES", "LdOp", "MachineOp", "MemoryOp", "ModuleVar", "ModuleVars",
     "NextOp", "OptSource", "PARAM_TYPES", "POINTER_TYPES", "PRED_ARITY", "PredOp", "Reg",
     "RegAttr", "SETP_CONDS", "SPACES", "SPECIALS", "SetpOp", "SharedAddrOp", "SharedVar",
     "SharedVars", "Signature", "Source", "Sources", "SpecialOp", "Src", "StOp", "TERMINATORS",
     "GEOMETRY_SPECIALS", "LANE_SPECIALS", "WARP_SPECIALS", "lane_special",
     "TrailingSources", "WARP_OPS", "WIDE_SCALARS", "WarpOp", "all_registers", "kernels_of",
-    "limit_error", "plural", "predecessors", "reg", "remove_unreachable", "shared_vars_of",
+    "limit_error", "module_var", "module_vars_of", "plural", "predecessors", "reg", "remove_unreachable", "shared_vars_of",
     "successors", "SIMT",
 ]

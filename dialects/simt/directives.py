@@ -313,3 +313,70 @@ def shared_vars_of(value: ArrayAttr) -> list[SharedVar]:
             isinstance(align, IntAttr)
         out.append((name.data, size.data, align.data))
     return out
+
+
+@irdl_custom_directive
+class ModuleVars(OptionalDirective):
+    """`(table at 0x8000000 = "4190433c", count at 0x8000100 = zeros 4)`: the
+    module-scope `.global` and `.const` variables the kernel addresses through
+    registers, each the buffer of one of its trailing (hidden) pointer
+    parameters of the same name, with the address the reference engine gives
+    it and its contents before the launch (hex bytes, or `zeros N`)."""
+
+    vars: AttributeVariable
+
+    def anchor(self) -> AttributeVariable:
+        return self.vars
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        def one() -> ArrayAttr:
+            name = parser.parse_identifier_or_str_literal(context_msg=" module variable name")
+            parser.parse_keyword("at")
+            address = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            parser.parse_punctuation("=")
+            if parser.parse_optional_keyword("zeros"):
+                size = parser.parse_integer(allow_boolean=False, allow_negative=False)
+                data = bytes(size)
+            else:
+                text = parser.parse_str_literal(" hex bytes")
+                try:
+                    data = bytes.fromhex(text)
+                except ValueError:
+                    parser.raise_error(f"'{text}' is not hex bytes")
+            return module_var(name, address, data)
+        self.vars.set(state, ArrayAttr(parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, one)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        value = self.vars.get(op)
+        assert isinstance(value, ArrayAttr)
+
+        def one(var: ModuleVar) -> None:
+            name, address, data = var
+            printer.print_string(name if _IDENT_RE.match(name) else f'"{name}"')
+            printer.print_string(f" at {address:#x} = ")
+            printer.print_string(f"zeros {len(data)}" if not any(data) else f'"{data.hex()}"')
+        state.print_whitespace(printer)
+        printer.print_string("(")
+        printer.print_list(module_vars_of(value), one)
+        printer.print_string(")")
+        end_print(state)
+
+
+#: A module variable: name, the reference engine's address of it, its bytes.
+ModuleVar = tuple[str, int, bytes]
+
+
+def module_var(name: str, address: int, data: bytes) -> ArrayAttr:
+    return ArrayAttr([StringAttr(name), IntAttr(address), StringAttr(data.hex())])
+
+
+def module_vars_of(value: ArrayAttr) -> list[ModuleVar]:
+    out = []
+    for item in value.data:
+        assert isinstance(item, ArrayAttr)
+        name, address, data = item.data
+        assert isinstance(name, StringAttr) and isinstance(address, IntAttr) and \
+            isinstance(data, StringAttr)
+        out.append((name.data, address.data, bytes.fromhex(data.data)))
+    return out

@@ -28,7 +28,14 @@ from xdsl.utils.exceptions import VerifyException
 
 from qgc.diagnostics import location_prefix
 from qgc.dialects.simt.attributes import RegAttr, i64_attr
-from qgc.dialects.simt.directives import SharedVars, Signature, shared_vars_of
+from qgc.dialects.simt.directives import (
+    ModuleVar,
+    ModuleVars,
+    SharedVars,
+    Signature,
+    module_vars_of,
+    shared_vars_of,
+)
 from qgc.dialects.simt.facts import (
     DEFAULT_MEM_WORDS,
     LANES,
@@ -65,6 +72,13 @@ class KernelOp(IRDLOperation):
     the reference engine gives it, and the parameter area has one more word
     per pointer parameter (`ref_word`) to translate between the two.
 
+    `module_vars` are the module-scope `.global` and `.const` variables the
+    kernel addresses through registers (`__device__` data, a math library's
+    tables, a `__constant__` array indexed at run time): each is the buffer of
+    a trailing pointer parameter of its name that no launch gives; the launch
+    places it from the contents it lists (`launch_params` counts the
+    launch's own).
+
     `local_words` is the size of each thread's `.local` frame (its
     `local[...]` byte addresses), kept after its spill slots.
 
@@ -93,14 +107,16 @@ class KernelOp(IRDLOperation):
     spilled = opt_prop_def(IntegerAttr[I64])
     demoted = opt_prop_def(IntegerAttr[I64])
     pointer_values = opt_prop_def(UnitAttr)
+    module_vars = opt_prop_def(ArrayAttr)
     body = region_def()
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
-    custom_directives = (Signature, SharedVars)
+    custom_directives = (Signature, SharedVars, ModuleVars)
     assembly_format = (
         "$sym_name custom<Signature>($param_names, $param_types) `lanes` $lanes "
         "`mem_words` $mem_words (`shared_words` $shared_words^)? "
         "(`dynamic_shared` $dynamic_shared^)? "
         "(`shared_vars` custom<SharedVars>($shared_vars)^)? "
+        "(`module_vars` custom<ModuleVars>($module_vars)^)? "
         "(`spill_words` $spill_words^)? (`local_words` $local_words^)? "
         "(`max_blocks` $max_blocks^)? (`max_ops` $max_ops^)? "
         "(`regs` $regs^)? (`spilled` $spilled^)? (`preds` $preds^)? (`demoted` $demoted^)? "
@@ -128,6 +144,15 @@ class KernelOp(IRDLOperation):
     def params(self) -> list[tuple[str, str]]:
         return [(n.data, t.data) for n, t in zip(self.param_names.data,
                                                   self.param_types.data, strict=True)]
+
+    def module_data(self) -> list[ModuleVar]:
+        """The module variables, in the order of their (trailing) parameters."""
+        return [] if self.module_vars is None else module_vars_of(self.module_vars)
+
+    @property
+    def launch_params(self) -> int:
+        """The parameters a launch gives (the module variables' come after)."""
+        return len(self.params) - len(self.module_data())
 
     def pointer_params(self) -> list[int]:
         return [i for i, (_, t) in enumerate(self.params) if t in POINTER_TYPES]
@@ -217,6 +242,11 @@ class KernelOp(IRDLOperation):
         for _, t in self.params:
             if t not in PARAM_TYPES:
                 raise VerifyException(f"unknown parameter type '{t}'")
+        for (var, _, _), (pname, ptype) in zip(self.module_data(),
+                                               self.params[self.launch_params:], strict=True):
+            if var != pname or ptype not in POINTER_TYPES:
+                raise VerifyException(f"module variable '{var}' is not a trailing pointer "
+                                      f"parameter of kernel '{name}'")
         if self.lanes.value.data != LANES:
             raise limit_error(self, f"kernel '{name}' asks for {self.lanes.value.data} lanes; "
                               f"the machine has {LANES}")

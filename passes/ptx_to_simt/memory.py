@@ -37,7 +37,10 @@ class MemoryAccesses:
         if space in ("shared", "local"):
             return self.shared_memory(inst, guard, rest, space)
         if space == "const" and base == "ld" and not rest:
-            return self.constant_load(inst, guard)
+            addr = args[1]
+            if not (isinstance(addr, ptx.Addr) and isinstance(addr.base, ptx.Reg)):
+                return self.constant_load(inst, guard)
+            space = "global"    # a constant variable's buffer (`_module_vars`)
         if base == "atom":
             if space != "global" or len(rest) < 1 or \
                     _atom_op(rest[0], t) is None and not _wide_atom(rest[0], t) \
@@ -49,6 +52,12 @@ class MemoryAccesses:
         if base == "ld" and space == "param":
             return self.ld_param(inst, guard)
         addr = args[1] if base in ("ld", "atom") else args[0]
+        if isinstance(addr, ptx.Addr) and isinstance(addr.base, ptx.Sym) and \
+                self.is_module_var(addr.base.name):   # `[count+4]`: through its parameter
+            reg = f"%module.{len(self.reg_types)}"
+            self.reg_types[reg], self.def_count[reg] = "u64", 1
+            return self.pointer_param(inst, guard, reg, self.param_index[addr.base.name]) + \
+                self.memory(_through(inst, reg), guard)
         if not isinstance(addr, ptx.Addr) or not isinstance(addr.base, ptx.Reg):
             raise unsupported(inst, inst.opcode.data, "an address that is not a pointer "
                               "register plus an offset")
@@ -373,10 +382,7 @@ class MemoryAccesses:
         if not isinstance(dst, ptx.Reg):
             raise unsupported(inst, inst.opcode.data)
         if mtype in simt.POINTER_TYPES and bits == 64 and self.bits(dst.name) == 64:
-            v = self.own_vreg(dst.name)
-            self.define_wide(inst, dst.name, Wide("ptr", v, prov=index,
-                                                  stable=self.def_count[dst.name] == 1))
-            return [simt.LdOp(v, "param", None, index, None, guard)]
+            return self.pointer_param(inst, guard, dst.name, index)
         if mtype in simt.WIDE_SCALARS and bits == 64 and self.bits(dst.name) == 64:
             e = self.emitter(guard, dst.name)
             lo, hi = e.temp(), e.temp()
@@ -387,6 +393,18 @@ class MemoryAccesses:
             return [simt.LdOp(self.dst32(inst, dst), "param", None, index, None, guard)]
         raise unsupported(inst, inst.opcode.data, f"{bits}-bit parameter loads" if bits != 32
                           else "a 32-bit load of a 64-bit parameter")
+
+
+def _through(inst: ptx.InstOp, reg: str) -> ptx.InstOp:
+    """`inst` with its symbol address `[sym+off]` read through `reg` instead."""
+    def moved(text: str) -> str:
+        operand = ptx.decode_operand(text)
+        if not isinstance(operand, ptx.Addr) or not isinstance(operand.base, ptx.Sym):
+            return text
+        return f"[{reg}{operand.offset:+d}]" if operand.offset else f"[{reg}]"
+    out = ptx.InstOp(inst.opcode.data, [moved(a.data) for a in inst.args.data])
+    out.location = inst.location
+    return out
 
 
 def _atom_op(name: str, t: str | None) -> str | None:

@@ -21,6 +21,7 @@ from qgc.passes.ptx_to_simt.blocks import (
     has_backward_branch,
     is_warp_sync,
 )
+from qgc.passes.ptx_to_simt.carry import CarryOps, is_carry_op
 from qgc.passes.ptx_to_simt.common import INT32, SUBWORD, WIDE, WORD32, unsupported
 from qgc.passes.ptx_to_simt.doubles import DoubleOps, as_bits
 from qgc.passes.ptx_to_simt.floats import FloatOps
@@ -35,7 +36,7 @@ from qgc.passes.ptx_to_simt.wide import WideOps
 
 
 class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, DoubleOps, SubwordOps,
-               WarpOps, MemoryAccesses, Ordering, WideOps, AddressArithmetic):
+               WarpOps, MemoryAccesses, Ordering, WideOps, AddressArithmetic, CarryOps):
     """Selects the machine ops of one PTX entry (`run` gives its `simt.kernel`)."""
 
     def __init__(self, entry: ptx.EntryOp, mem_words: int, values: frozenset[str] = frozenset()):
@@ -59,6 +60,7 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, DoubleOps, Su
         self.ref_words: dict[int, int] = {}   # pointer parameter -> its translation word
         self.locals: dict[str, int] = {}      # .local variable -> its byte offset in the frame
         self.constants: dict[str, ptx.VarOp] = {}   # .const variables, by name
+        self.module_data: list[simt.ModuleVar] = []  # module variables as parameters
         self.local_bytes = 0
         self.own_high: dict[str, RegAttr] = {}
 
@@ -126,6 +128,8 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, DoubleOps, Su
         for inst in insts:
             for name in dests(inst):
                 self.def_count[name] += 1
+        if isinstance(module, ptx.ModuleOp):
+            self._module_vars(outer, insts, lambda: _reference_addresses(module, entry))
         self._classify_params(insts)
         self.may_alias = not has_backward_branch(items)
         pblocks = basic_blocks(items)
@@ -168,6 +172,9 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, DoubleOps, Su
         kernel = simt.KernelOp(entry.kernel_name, self.params, blocks, self.mem_words)
         if self.pointer_values:
             kernel.properties["pointer_values"] = UnitAttr()
+        if self.module_data:
+            kernel.properties["module_vars"] = ArrayAttr([simt.module_var(*var)
+                                                          for var in self.module_data])
         if self.local_bytes:
             kernel.properties["local_words"] = IntegerAttr(-(-self.local_bytes // 4), i64)
         if self.shared:
@@ -212,10 +219,15 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, DoubleOps, Su
             return self.memory(inst, guard)
         if "f64" in opc.types:
             return self.float64(inst, guard)
+        if is_carry_op(inst):
+            return self.carry_op(inst, guard)
         if base == "red":
             return self.memory(self.red_as_atom(inst), guard)
         if base in ("membar", "fence") or is_warp_sync(inst):
             return self.ordering(inst)
+        if base == "cvta" and mods in (("global",), ("const",)) and \
+                isinstance(args[1], ptx.Sym) and self.is_module_var(args[1].name):
+            return self.pointer_param(inst, guard, args[0].name, self.param_index[args[1].name])
         if base == "cvta":
             space = mods[-1] if mods in (("to", "global"), ("global",), ("to", "local"),
                                          ("local",)) else None
@@ -243,7 +255,7 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, DoubleOps, Su
             return self.testp(inst, guard)
         if base == "mov" and t == "b32" and any(isinstance(a, ptx.Vec) for a in args):
             return self.vector_mov(inst, guard)
-        if t in WIDE or (base == "mul" and "wide" in mods) or \
+        if t in WIDE or (base in ("mul", "mad") and "wide" in mods) or \
                 (base == "cvt" and opc.types and opc.types[0] in WIDE):
             return self.wide_op(inst, guard)
         if t == "pred" and base in simt.PRED_ARITY:
@@ -269,3 +281,9 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, DoubleOps, Su
         pre = []
         srcs = [self.src32(inst, a, pre) for a in args[1:]]
         return pre + [simt.AluOp(machine.name, d, srcs, guard)]
+
+
+def _reference_addresses(module: ptx.ModuleOp, entry: ptx.EntryOp) -> dict[str, int]:
+    """The address the reference engine gives each module variable."""
+    from qgc.runtime.ref import build_layout
+    return {name: slot.address for name, slot in build_layout(module, entry).vars.items()}

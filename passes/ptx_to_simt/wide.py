@@ -172,8 +172,14 @@ class WideOps:
             self.define_wide(inst, args[0].name, Wide("local", own,
                                                       stable=self.def_count[args[0].name] == 1))
             return [simt.AluOp("mov", own, [self.locals[args[1].name]], guard)]
+        if base == "mov" and not mods and isinstance(args[1], ptx.Sym) and \
+                self.is_module_var(args[1].name) and isinstance(args[0], ptx.Reg):
+            return self.pointer_param(inst, guard, args[0].name,
+                                       self.param_index[args[1].name])
         if base == "mul" and mods == ("wide",) and t in ("s32", "u32"):
             return self.mul_wide(inst, guard)
+        if base == "mad" and mods == ("wide",) and t in ("s32", "u32"):
+            return self.mad_wide(inst, guard)
         if base == "cvt" and len(opc.types) == 2 and opc.types[1] in ("s32", "u32") and \
                 not mods:
             return self.view(inst, guard, self.int_view_of32(inst, args[1],
@@ -228,6 +234,16 @@ class WideOps:
         e.ops += pre
         lo = e.alu("mul.lo", [a, b])
         return self.set_int(inst, e, (lo, e.alu("mul.hi.s" if signed else "mul.hi.u", [a, b])))
+
+    def mad_wide(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
+        """`mad.wide.{s,u}32 d, a, b, c`: the 64-bit product plus the pair `c`."""
+        args, signed = inst.operands_decoded, inst.op.type == "s32"
+        e = self.emitter(guard, args[0].name)
+        pre: list[Operation] = []
+        a, b = self.src32(inst, args[1], pre), self.src32(inst, args[2], pre)
+        e.ops += pre
+        product = (e.alu("mul.lo", [a, b]), e.alu("mul.hi.s" if signed else "mul.hi.u", [a, b]))
+        return self.set_int(inst, e, lg.add_pairs(e, product, self.pair_of(inst, e, args[3])))
 
     def int64(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         """Integer 64-bit arithmetic and logic on register pairs."""

@@ -9,7 +9,8 @@ the host of the token protocol all read these rules here, so they agree:
   parameter: a pointer's word is its buffer's word address plus the launch's
   element offset, a scalar its value), then one bounds pair (base word, size
   in words) per pointer parameter and the high words of 64-bit scalars, then
-  the buffers packed one after another, the CTAs' shared windows, and the
+  the buffers packed one after another (the launch's, then those of the
+  module variables, `module_args`), the CTAs' shared windows, and the
   threads' spill slots (`SpillArea`);
 - `encode_element` / `decode_element`: an element's machine words;
 - `bank_bits` / `banked_words`: the memory in banks of `BANK_WORDS` words;
@@ -21,13 +22,20 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.ir import Operation
 
 from qgc.dialects import ptx, simt
 from qgc.protocol import BANK_WORDS
-from qgc.runtime.launch import ELEMENT_TYPES, TYPE_SIZES, Launch, LaunchError, select_kernel
+from qgc.runtime.launch import (
+    ELEMENT_TYPES,
+    TYPE_SIZES,
+    Arg,
+    Launch,
+    LaunchError,
+    select_kernel,
+)
 from qgc.runtime.memory import buffer_bases
 from qgc.runtime.ref_decode import float_imm
 
@@ -206,12 +214,14 @@ def _check_arg(i: int, arg, pname: str, ptype: str) -> None:
 def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
     """Check the launch's arguments against the kernel and lay memory out."""
     params = kernel.params
-    if len(launch.args) != len(params):
-        raise LaunchError(f"kernel '{kernel.kernel_name}' takes {len(params)} argument"
-                          f"{'s' if len(params) != 1 else ''}, the launch gives "
+    given = kernel.launch_params
+    if len(launch.args) != given:
+        raise LaunchError(f"kernel '{kernel.kernel_name}' takes {given} argument"
+                          f"{'s' if given != 1 else ''}, the launch gives "
                           f"{len(launch.args)}")
-    for i, (arg, (pname, ptype)) in enumerate(zip(launch.args, params, strict=True)):
+    for i, (arg, (pname, ptype)) in enumerate(zip(launch.args, params, strict=False)):
         _check_arg(i, arg, pname, ptype)
+    launch = replace(launch, args=launch.args + module_args(kernel))
     pointers = kernel.pointer_params()
     area = kernel.param_area_words
     bases: dict[int, int] = {}
@@ -257,6 +267,21 @@ def memory_layout(kernel: simt.KernelOp, launch: Launch) -> Layout:
                   shared, spill, packed)
 
 
+def module_args(kernel: simt.KernelOp) -> list[Arg]:
+    """The buffers of the kernel's module variables (`module_vars`), as
+    arguments to its trailing parameters: their initial bytes in the
+    elements the kernel accesses them in (whole words, zero-padded, unless
+    every access is a byte or every one a halfword)."""
+    out = []
+    for (name, _, data), (_, ptype) in zip(kernel.module_data(),
+                                           kernel.params[kernel.launch_params:], strict=True):
+        unit = simt.POINTER_TYPES[ptype]
+        data += bytes(-len(data) % unit)
+        out.append(Arg(f"u{8 * unit}", True, [int.from_bytes(data[k:k + unit], "little")
+                                              for k in range(0, len(data), unit)], name=name))
+    return out
+
+
 def is_packed(arg, ptype: str) -> bool:
     """Whether a buffer argument's bytes or halfwords lie packed in the words
     of a word buffer (`ptr`), as in memory."""
@@ -287,9 +312,11 @@ def _write_ref_words(kernel: simt.KernelOp, launch: Launch, bases: dict[int, int
     """Each pointer parameter's translation word: its buffer's global address
     (the reference engine's) less `unit ·` its first word, so that a pointer
     held as a value is the address the reference engine gives it."""
-    pointers = kernel.pointer_params()
+    pointers = [i for i in kernel.pointer_params() if i < kernel.launch_params]
     addresses = buffer_bases([len(launch.args[i].data or []) * TYPE_SIZES[launch.args[i].type]
                               for i in pointers])
+    pointers += range(kernel.launch_params, len(kernel.params))
+    addresses += [address for _, address, _ in kernel.module_data()]
     for i, address in zip(pointers, addresses, strict=True):
         unit = simt.POINTER_TYPES[kernel.params[i][1]]
         words[kernel.ref_word(i)] = (address - unit * bases[i]) & M32

@@ -31,3 +31,12 @@ UNARY(acos_f, acosf(v * 0.01f))
 UNARY(atan_f, atanf(v))
 UNARY(remainder_f, remainderf(v, 2.0f) + 1.0f / v + v / 7.0f)
 UNARY(frexp_f, frexp_ldexp(v))
+// the trigonometric functions (issue 23, session 7): their argument reduction
+// for large |x| (Payne-Hanek) reads the module table __cudart_i2opi_f, a
+// module variable the machine places as a buffer, and clang's inlines its
+// 32x32+carry products as mad.lo.cc/madc.hi
+__device__ float sin_plus_cos(float v) { float s, c; sincosf(v, &s, &c); return s + 2.0f * c; }
+UNARY(sin_f, sinf(v))
+UNARY(cos_f, cosf(v))
+UNARY(tan_f, tanf(v))
+UNARY(sincos_f, sin_plus_cos(v))
