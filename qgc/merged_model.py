@@ -80,6 +80,23 @@ def compile_layers(path: str, config, launch=None, mem_words: int | None = None
     return layers_of(model, config)
 
 
+def compile_with_host(path: str, config, launch):
+    """(CompiledLayers, simt kernel, step program, vocabulary) of the PTX at
+    `path` compiled once for `config` and `launch`: the layers file's contents
+    and what the host runs them with, from the same compile (a kernel the
+    driver fitted into fewer layers is the one the layers hold)."""
+    from qgc.pipeline import from_pass
+    ctx, module = driver.load(path)
+    passes = stage("weights", schedule=config)
+    driver.apply_for_launch(ctx, module, up_to(passes, "convert-tensor-to-weights"), launch)
+    kernel = pick_kernel(module, launch.kernel)
+    program = step_program(module, kernel)
+    host = kernel.clone(), program.clone()
+    driver.apply(ctx, module, from_pass(passes, "convert-tensor-to-weights"))
+    (model,) = W.models_of(module)
+    return layers_of(model, config), host[0], host[1], vocabulary_of(host[1])
+
+
 def build(layers: CompiledLayers, source: str, base_path: str | None, base_config, config,
           dtype):
     """(merged model, qgc.json info) of compiled layers, however they were

@@ -43,7 +43,8 @@ MAX_BLOCK_THREADS = 1024
 MAX_LAUNCH_THREADS = 1 << 20
 #: engine → (what one step is, the default limit `--max-steps` overrides).
 STEP_LIMITS = {"ref": ("warp instructions", 10_000_000), "simt": ("EXEC steps", 1_000_000),
-               "tensor": ("EXEC steps", 100_000), "model": ("EXEC steps", 100_000)}
+               "tensor": ("EXEC steps", 100_000), "model": ("EXEC steps", 100_000),
+               "compact": ("EXEC steps", 100_000)}
 SCHEMA_PATH = Path(__file__).with_name("launch.schema.json")
 
 

@@ -223,17 +223,28 @@ class CompiledLayers:
     def state(self, index: int) -> dict[str, np.ndarray]:
         """Layer `index`'s parameters, dense (names inside the decoder layer),
         new arrays: the caller may edit them."""
-        out = {}
-        for name, shape in self.shapes().items():
-            full = f"model.layers.{index}.{name}"
-            if full in self.tensors:
-                out[name] = self.tensors[full].copy()
-            else:
-                dense = np.zeros(shape, dtype=np.float32)
-                dense.reshape(-1)[self.tensors[full + ".indices"]] = \
-                    self.tensors[full + ".values"]
-                out[name] = dense
-        return out
+        return {name: self.param(index, name) for name in self.shapes()}
+
+    def param(self, index: int, name: str) -> np.ndarray:
+        """Parameter `name` of layer `index`, dense (a new array)."""
+        full = f"model.layers.{index}.{name}"
+        if full in self.tensors:
+            return self.tensors[full].copy()
+        dense = np.zeros(self.shapes()[name], dtype=np.float32)
+        dense.reshape(-1)[self.tensors[full + ".indices"]] = self.tensors[full + ".values"]
+        return dense
+
+    def nonzeros(self, index: int, name: str) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        """Parameter `name` of layer `index` as its non-zeros: their indices
+        along each axis and their values (without making it dense)."""
+        full = f"model.layers.{index}.{name}"
+        if full in self.tensors:
+            where = np.nonzero(self.tensors[full])
+            return where, self.tensors[full][where]
+        values = self.tensors[full + ".values"]
+        keep = values != 0
+        return (np.unravel_index(self.tensors[full + ".indices"][keep], self.shapes()[name]),
+                values[keep])
 
     def written(self, names: tuple[str, ...]) -> set[int]:
         """Coordinates the parameters `names` (the layers' output projections)

@@ -17,9 +17,10 @@ from qgc.diagnostics import QgcError
 from qgc.pipeline import for_kernel, from_pass, stage, step_program, up_to
 from qgc.runtime.launch import STEP_LIMITS, blame, check_steps, format_result, load_launch
 
-ENGINES = ("ref", "simt", "tensor", "model")
+ENGINES = ("ref", "simt", "tensor", "model", "compact")
 #: engine → the stage whose IR it executes; engines missing here do not exist yet.
-ENGINE_STAGES = {"ref": "ptx", "simt": "simt", "tensor": "tensor", "model": "tensor"}
+ENGINE_STAGES = {"ref": "ptx", "simt": "simt", "tensor": "tensor", "model": "tensor",
+                 "compact": "weights"}
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -58,8 +59,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 #: flags that only some engines take (dest → the engines); any other flag is every engine's
-ENGINE_FLAGS = {"warp_size": ("ref",), "dtype": ("model",), "base": ("model",),
-                "base_config": ("model",), "model": ("model",), "generate": ("model",),
+ENGINE_FLAGS = {"warp_size": ("ref",), "dtype": ("model",), "base": ("model", "compact"),
+                "base_config": ("model", "compact"), "model": ("model",), "generate": ("model",),
                 "replay": ("model",), "trace_png": ("model",)}
 
 
@@ -129,6 +130,8 @@ def _positive(text: str) -> int:
 def _run(args: argparse.Namespace, launch, warp_size: int):
     if args.engine == "model":    # compiles for its base config (or runs a built checkpoint)
         return run_model(args, launch)
+    if args.engine == "compact":
+        return run_compact(args, launch)
     ctx, module = driver.load(args.input)
     if args.engine == "simt":
         return _run_simt(ctx, module, launch, args.max_steps)
@@ -163,6 +166,28 @@ def _run_tensor(ctx, module, launch, max_steps: int):
     program = step_program(module, kernel)
     vocab = vocabulary_of(program)
     return run_trace(kernel, vocab, launch, tensor_stepper(program, vocab), max_steps)
+
+
+# ------------------------------------------------------------------ --engine compact
+def run_compact(args: argparse.Namespace, launch):
+    """The launch on the compiled layers' non-zero weights (`runtime/compact.py`),
+    compiled for the base config as `--engine model` compiles them."""
+    import torch
+
+    from qgc.merged_model import compile_with_host
+    from qgc.runtime.compact import CompactPlan, CompactStepper
+    from qgc.runtime.model import load_text_config
+    from qgc.runtime.trace import run_trace
+    config = load_text_config(args.base or args.base_config)
+    layers, kernel, _, vocab = compile_with_host(args.input, config, launch)
+    plan = CompactPlan.of(layers, config)
+    torch.set_num_threads(1)    # one token's ops are small: threads only wait on each other
+    start = time.perf_counter()
+    result = run_trace(kernel, vocab, launch, CompactStepper(plan), args.max_steps)
+    seconds = time.perf_counter() - start
+    result.stats.update(layers=len(plan.layers), heads=plan.heads, weights=plan.weights,
+                        tokens_per_second=round(result.stats["tokens"] / seconds, 1))
+    return result
 
 
 # ------------------------------------------------------------------ --engine model

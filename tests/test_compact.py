@@ -1,0 +1,76 @@
+"""The `compact` engine (runtime/compact.py): the compiled layers' non-zero
+weights in the stock layer math give the ideal `tensor` engine's trace token
+for token, on every example and integer kernel of the shared suite (CI: a
+few, on the small stand-in; `make test-full`: all), and `qgc run --engine
+compact` prints the kernel's buffers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from test_model_kernels import cases
+
+from conftest import EXAMPLES, REPO, small_base_config
+from qgc.merged_model import compile_with_host
+from qgc.runtime.compact import CompactPlan, CompactStepper
+from qgc.runtime.model import load_text_config
+from qgc.runtime.trace import run_trace, tensor_stepper
+
+torch = pytest.importorskip("torch")
+
+#: (kernel, compiler) CI runs (about a minute): a dot product, barriers with
+#: dynamic shared memory, module variables
+COMPACT_IN_CI = {("dot", "nvcc"), ("reverse_dynshared", "nvcc"), ("device_globals", "clang")}
+
+
+@pytest.fixture(scope="module")
+def configs(tmp_path_factory):
+    return {h: load_text_config(small_base_config(tmp_path_factory.mktemp(f"base{h}"), h))
+            for h in (1024, 2048)}
+
+
+def _params():
+    for case in cases():
+        if case.is_float and case.info is not None and case.name == "fastmath_f":
+            continue       # 124 blocks, 144 layers: hours of ideal trace (test_model_kernels)
+        marks = [] if case.key in COMPACT_IN_CI else [pytest.mark.full]
+        yield pytest.param(case, id=f"{case.name}-{case.compiler}-h{case.hidden}", marks=marks)
+
+
+@pytest.mark.parametrize("case", list(_params()))
+def test_compact_gives_the_tensor_engines_trace(configs, case):
+    config = configs[case.hidden]
+    layers, kernel, program, vocab = compile_with_host(str(case.path), config, case.launch)
+    ideal = run_trace(kernel, vocab, case.launch, tensor_stepper(program, vocab))
+    plan = CompactPlan.of(layers, config)
+    got = run_trace(kernel, vocab, case.launch, CompactStepper(plan))
+    assert [t.spelled() for t in got.tokens] == [t.spelled() for t in ideal.tokens]
+    assert got.predicted == ideal.predicted
+    case.check(got.buffers)
+    assert 0 < plan.weights < layers.count * 2_000_000   # the non-zero part, not 58.8 M a layer
+
+
+def test_a_plan_keeps_only_used_heads_and_neurons(configs):
+    case = next(c for c in cases() if c.key == ("dot", "nvcc"))
+    layers, _, _, _ = compile_with_host(str(case.path), configs[1024], case.launch)
+    plan = CompactPlan.of(layers, configs[1024])
+    heads = configs[1024].linear_num_value_heads
+    assert 0 < plan.heads < heads * len(plan.layers)
+    assert any(not layer.heads for layer in plan.layers)      # MLP-only layers
+    for layer in plan.layers:
+        assert len(layer.gate.rows) < configs[1024].intermediate_size
+
+
+def test_qgc_run_engine_compact_prints_the_buffers(tmp_path):
+    dot = EXAMPLES / "dot"
+    proc = subprocess.run([sys.executable, "-m", "qgc.cli", "run", str(dot / "dot.ptx"),
+                           "--launch", str(dot / "launch.json"), "--engine", "compact",
+                           "--base-config", "small", "--stats=json"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["buffers"][2] == [32]
+    stats = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert stats["engine"] == "compact" and stats["tokens"] > 0 and stats["heads"] > 0
