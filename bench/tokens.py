@@ -2,7 +2,7 @@
 
     python bench/tokens.py [KERNEL.ptx LAUNCH.json ...] [--config small|2b ...]
                            [--dtype float32|bfloat16] [--repeat N] [--model-repeat N]
-                           [--no-model] [--no-generate]
+                           [--no-model] [--no-generate] [--no-compact] [--json]
 
 A launch's tokens are the length of the token stream (launch prompt and
 trace) of the `tensor` engine's run. `ref` and `simt` name no tokens: their
@@ -22,6 +22,11 @@ the layers and merging the model) is reported apart from run time (the
 median of the repeats). Every engine's buffers must equal `ref`'s, else the
 mismatch is printed and the exit status is 1. The peak RSS after building
 each model is the memory the report names (the process's high-water mark).
+
+Compact rows: the compiled layers' non-zero part (runtime/compact.py) in
+its torch form and its numba step, on the same base config (`small` with
+`--no-model`), one torch thread. `--json` prints one JSON object {engine:
+tokens/s} over every launch instead of the tables.
 
 Defaults: the dot product and vector_add examples, `--config small`, float32.
 """
@@ -186,6 +191,45 @@ def model_engines(ptx: Path, launch, config, dtype_name: str, repeat: int, gener
     return rows      # the model goes with this frame (the caller collects)
 
 
+def compact_engines(ptx: Path, launch, config, repeat: int, expected, tokens: int):
+    """The compact engine's rows, torch and numba, for one launch (build: the
+    compile and the plan)."""
+    import torch
+
+    from qgc.merged_model import compile_with_host
+    from qgc.runtime.compact import CompactPlan, CompactStepper
+    from qgc.runtime.compact_numba import NumbaStepper
+    from qgc.runtime.trace import run_trace
+    name = ptx.stem
+    t0 = time.perf_counter()
+    layers, kernel, _, vocab = compile_with_host(str(ptx), config, launch)
+    plan = CompactPlan.of(layers, config)
+    build = time.perf_counter() - t0
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    rows = []
+    for engine, stepper in (("compact (torch)", CompactStepper), ("compact (numba)",
+                                                                  NumbaStepper)):
+        run_trace(kernel, vocab, launch, stepper(plan))     # numba compiles on its first run
+        t, res = timed(lambda s=stepper: run_trace(kernel, vocab, launch, s(plan)), repeat)
+        check(engine, name, res.buffers, expected)
+        if res.stats["tokens"] != tokens:
+            raise Mismatch(f"{name}: {engine}: {res.stats['tokens']} tokens, the tensor "
+                           f"engine's stream has {tokens}")
+        rows.append(Row(name, engine, build, t, tokens))
+    torch.set_num_threads(threads)
+    return rows
+
+
+def per_engine(rows: list[Row]) -> dict[str, float]:
+    """Tokens per second of each engine over every launch (`--json`)."""
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        tokens, seconds = out.get(r.engine, [0, 0.0])
+        out[r.engine] = [tokens + r.tokens, seconds + r.run_s]
+    return {engine: round(tokens / seconds, 3) for engine, (tokens, seconds) in out.items()}
+
+
 # ------------------------------------------------------------------ report
 def print_table(title: str, rows: list[Row]) -> None:
     print(f"\n{title}")
@@ -212,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model-repeat", type=int, default=1, help="runs of each model engine")
     p.add_argument("--no-model", action="store_true", help="ref, simt and tensor only")
     p.add_argument("--no-generate", action="store_true", help="leave out model generate")
+    p.add_argument("--no-compact", action="store_true", help="leave out the compact engine")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object {engine: tokens/s} (over every launch)")
     args = p.parse_args(argv)
     pairs = [Path(x) for x in args.pairs] or DEFAULT_LAUNCHES
     if len(pairs) % 2:
@@ -229,12 +276,13 @@ def main(argv: list[str] | None = None) -> int:
     for config_name in configs if not args.no_model else ["(no model)"]:
         rows, memory = [], []
         try:
-            if not args.no_model:
-                from qgc.runtime.model import load_text_config
-                config = load_text_config(config_path(config_name))
+            from qgc.runtime.model import load_text_config
+            config = load_text_config(config_path("small" if args.no_model else config_name))
             for ptx, launch in launches:
                 base_rows, expected, tokens = small_engines(ptx, launch, args.repeat)
                 rows += base_rows
+                if not args.no_compact:
+                    rows += compact_engines(ptx, launch, config, args.repeat, expected, tokens)
                 if not args.no_model:
                     rows += model_engines(ptx, launch, config, args.dtype, args.model_repeat,
                                           not args.no_generate, expected, tokens, memory)
@@ -245,9 +293,12 @@ def main(argv: list[str] | None = None) -> int:
         title = "engines" if args.no_model else (
             f"config {config_name} ({args.dtype}): hidden {config.hidden_size}, "
             f"{config.num_hidden_layers} base layers, vocabulary {config.vocab_size}")
-        if rows:
+        if rows and args.json:
+            print(json.dumps(per_engine(rows)))
+        elif rows:
             print_table(title, rows)
-        for name, compiled, base_layers, peak, now, t_compile, t_merge in memory:
+        for name, compiled, base_layers, peak, now, t_compile, t_merge in \
+                ([] if args.json else memory):
             print(f"{name}: {compiled} compiled layers + {base_layers} base; compile "
                   f"{t_compile:.1f} s, merge {t_merge:.1f} s; peak RSS after building "
                   f"{peak:.2f} GiB (RSS {now:.2f} GiB)")

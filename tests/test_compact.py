@@ -1,8 +1,9 @@
-"""The `compact` engine (runtime/compact.py): the compiled layers' non-zero
-weights in the stock layer math give the ideal `tensor` engine's trace token
-for token, on every example and integer kernel of the shared suite (CI: a
-few, on the small stand-in; `make test-full`: all), and `qgc run --engine
-compact` prints the kernel's buffers."""
+"""The `compact` engine (runtime/compact.py, and its compiled step in
+runtime/compact_numba.py): the compiled layers' non-zero weights in the stock
+layer math give the ideal `tensor` engine's trace token for token, in both
+backends, on every example and kernel of the shared suite (CI: a few, on
+the small stand-in; `make test-full`: all), and `qgc run --engine compact`
+prints the kernel's buffers."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from test_model_kernels import cases
 from conftest import EXAMPLES, REPO, small_base_config
 from qgc.merged_model import compile_with_host
 from qgc.runtime.compact import CompactPlan, CompactStepper
+from qgc.runtime.compact_numba import NumbaStepper
 from qgc.runtime.model import load_text_config
 from qgc.runtime.trace import run_trace, tensor_stepper
 
@@ -46,10 +48,11 @@ def test_compact_gives_the_tensor_engines_trace(configs, case):
     layers, kernel, program, vocab = compile_with_host(str(case.path), config, case.launch)
     ideal = run_trace(kernel, vocab, case.launch, tensor_stepper(program, vocab))
     plan = CompactPlan.of(layers, config)
-    got = run_trace(kernel, vocab, case.launch, CompactStepper(plan))
-    assert [t.spelled() for t in got.tokens] == [t.spelled() for t in ideal.tokens]
-    assert got.predicted == ideal.predicted
-    case.check(got.buffers)
+    for stepper in (CompactStepper(plan), NumbaStepper(plan)):
+        got = run_trace(kernel, vocab, case.launch, stepper)
+        assert [t.spelled() for t in got.tokens] == [t.spelled() for t in ideal.tokens]
+        assert got.predicted == ideal.predicted
+        case.check(got.buffers)
     assert 0 < plan.weights < layers.count * 2_000_000   # the non-zero part, not 58.8 M a layer
 
 

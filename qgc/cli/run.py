@@ -45,6 +45,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                    help="what the launch did (steps, tokens, memory, seconds) on stderr; "
                         "--stats=json: one JSON object")
     add_base_flags(p)
+    c = p.add_argument_group("compact engine")
+    c.add_argument("--backend", choices=("numba", "torch"),
+                   help="compact engine: the compiled step (numba, the default) or the "
+                        "readable torch one")
     g = p.add_argument_group("model engine")
     g.add_argument("--model", metavar="DIR", help="run on a checkpoint `qgc build` wrote")
     mode = g.add_mutually_exclusive_group()
@@ -61,7 +65,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 #: flags that only some engines take (dest → the engines); any other flag is every engine's
 ENGINE_FLAGS = {"warp_size": ("ref",), "dtype": ("model",), "base": ("model", "compact"),
                 "base_config": ("model", "compact"), "model": ("model",), "generate": ("model",),
-                "replay": ("model",), "trace_png": ("model",)}
+                "replay": ("model",), "trace_png": ("model",), "backend": ("compact",)}
 
 
 def command(args: argparse.Namespace) -> int:
@@ -182,10 +186,16 @@ def run_compact(args: argparse.Namespace, launch):
     layers, kernel, _, vocab = compile_with_host(args.input, config, launch)
     plan = CompactPlan.of(layers, config)
     torch.set_num_threads(1)    # one token's ops are small: threads only wait on each other
+    if args.backend == "torch":
+        stepper = CompactStepper(plan)
+    else:
+        from qgc.runtime.compact_numba import NumbaStepper
+        stepper = NumbaStepper(plan)
     start = time.perf_counter()
-    result = run_trace(kernel, vocab, launch, CompactStepper(plan), args.max_steps)
+    result = run_trace(kernel, vocab, launch, stepper, args.max_steps)
     seconds = time.perf_counter() - start
-    result.stats.update(layers=len(plan.layers), heads=plan.heads, weights=plan.weights,
+    result.stats.update(backend=args.backend or "numba", layers=len(plan.layers),
+                        heads=plan.heads, weights=plan.weights,
                         tokens_per_second=round(result.stats["tokens"] / seconds, 1))
     return result
 
