@@ -7,7 +7,8 @@ in torch; this one packs each projection as CSR rows (the row it writes, the
 input coordinates it reads, their weights) in one pool, the vectors (norms,
 taps, gates) in another, the recurrent states and convolution windows in a
 third, and walks them with plain loops in float32: no per-op dispatch, so a
-token costs what its non-zeros cost.
+token costs what its non-zeros cost. The next token's choice (codes · h)
+is numpy's.
 """
 
 from __future__ import annotations
@@ -122,10 +123,11 @@ class NumbaStepper:
 
     def __call__(self, token: P.Token) -> P.Token | None:
         p = self.packed
-        best = _step(self.rows[self.plan.vocab.id_of(token)].copy(), p.layers, p.row_of_a,
-                     p.starts_a, p.index_a, p.value_a, p.matrix_rows_a, p.floats_a,
-                     self.state, self.window, np.float32(self.plan.eps), self.code, self.codes)
-        return self.plan.vocab.token(int(best))
+        h = self.rows[self.plan.vocab.id_of(token)].copy()
+        _step(h, p.layers, p.row_of_a, p.starts_a, p.index_a, p.value_a, p.matrix_rows_a,
+              p.floats_a, self.state, self.window, np.float32(self.plan.eps))
+        # the readout's choice in numpy's BLAS (numba's matmul needs scipy)
+        return self.plan.vocab.token(int(np.argmax(self.codes @ h[self.code])))
 
     def prefill(self, tokens: Sequence[P.Token]) -> None:
         for token in tokens:
@@ -164,8 +166,8 @@ def _silu(v):
 
 
 @_jit
-def _step(h, layers, row_of, starts, index, value, matrix_rows, floats, state, window, eps,
-          code, codes):
+def _step(h, layers, row_of, starts, index, value, matrix_rows, floats, state, window, eps):
+    """Every layer on the residual `h`, in place."""
     hidden = len(h)
     for li in range(layers.shape[0]):
         L = layers[li]
@@ -240,7 +242,3 @@ def _step(h, layers, row_of, starts, index, value, matrix_rows, floats, state, w
             for j in range(len(gate)):
                 gate[j] = _silu(gate[j]) * up[j]
             _matvec(L[DOWN], gate, h, True, row_of, starts, index, value, matrix_rows)
-    readout = np.empty(len(code), np.float32)
-    for c in range(len(code)):
-        readout[c] = h[code[c]]
-    return np.argmax(codes @ readout)
