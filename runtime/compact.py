@@ -62,10 +62,9 @@ class Block:
         (r, c), values = entries
         if rows is None:
             rows = np.unique(r)
-        at = np.full(int(max(r.max(initial=-1), rows.max(initial=-1))) + 1, -1)
-        at[rows] = np.arange(len(rows))
-        keep = at[r] >= 0 if len(r) else np.zeros(0, dtype=bool)
-        r, c, values = at[r[keep]], c[keep], values[keep]
+        at = _positions(r, rows)
+        keep = at >= 0
+        r, c, values = at[keep], c[keep], values[keep]
         filled, cols = np.unique(r), np.unique(c)
         block = torch.zeros(len(filled), len(cols))
         block[torch.from_numpy(np.searchsorted(filled, r)),
@@ -211,10 +210,16 @@ def _layer(layers, index: int, config) -> CompactLayer:
 def _columns(entries, columns: np.ndarray):
     """A matrix's non-zeros restricted to `columns`, renumbered in their order."""
     (r, c), values = entries
-    at = np.full(int(max(c.max(initial=-1), columns.max(initial=-1))) + 1, -1)
-    at[columns] = np.arange(len(columns))
-    keep = at[c] >= 0 if len(c) else np.zeros(0, dtype=bool)
-    return (r[keep], at[c[keep]]), values[keep]
+    at = _positions(c, columns)
+    keep = at >= 0
+    return (r[keep], at[keep]), values[keep]
+
+
+def _positions(indices: np.ndarray, subset: np.ndarray) -> np.ndarray:
+    """Each index's position in `subset` (−1 where it is not there)."""
+    at = np.full(int(max(indices.max(initial=-1), subset.max(initial=-1))) + 1, -1)
+    at[subset] = np.arange(len(subset))
+    return at[indices]
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

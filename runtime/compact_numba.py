@@ -33,10 +33,6 @@ except ImportError:          # the torch form runs without it
 MATRICES = ("qkv", "z", "b", "a", "out", "gate", "up", "down")
 
 
-def available() -> bool:
-    return numba is not None
-
-
 class Packed:
     """A `CompactPlan` as flat arrays: matrices (CSR rows: `row_of` the
     output position each row writes, `starts` its first entry), floats,
