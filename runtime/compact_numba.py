@@ -39,37 +39,41 @@ class Packed:
     and the per-layer table `layers` of offsets."""
 
     def __init__(self, plan: CompactPlan):
-        self.row_of: list[int] = []
-        self.starts: list[int] = [0]
+        self.row_of: list[np.ndarray] = []
+        self.counts: list[np.ndarray] = []       # entries per row
         self.index: list[np.ndarray] = []
         self.value: list[np.ndarray] = []
         self.matrix_rows: list[int] = [0]       # matrix m's rows: matrix_rows[m]..[m + 1]
         self.floats: list[np.ndarray] = []
         self.float_size = 0
         self.state_size = self.window_size = 0
+        self.work_size = 0                        # floats of one launch's layer vectors
         self.layers = np.array([self._layer(layer) for layer in plan.layers],
                                dtype=np.int64).reshape(-1, FIELDS)
-        self.row_of_a = np.array(self.row_of, dtype=np.int64)
-        self.starts_a = np.array(self.starts, dtype=np.int64)
-        self.index_a = np.concatenate(self.index or [np.zeros(0, np.int64)]).astype(np.int64)
-        self.value_a = np.concatenate(self.value or [np.zeros(0, np.float32)]).astype(np.float32)
+        self.row_of_a = _joined(self.row_of, np.int64)
+        self.starts_a = np.concatenate([[0], np.cumsum(_joined(self.counts, np.int64))])
+        self.index_a = _joined(self.index, np.int64)
+        self.value_a = _joined(self.value, np.float32)
         self.matrix_rows_a = np.array(self.matrix_rows, dtype=np.int64)
-        self.floats_a = np.concatenate(self.floats or [np.zeros(0, np.float32)]).astype(
-            np.float32)
+        self.floats_a = _joined(self.floats, np.float32)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the packed weights take (without the states)."""
+        return sum(a.nbytes for a in (self.layers, self.row_of_a, self.starts_a, self.index_a,
+                                      self.value_a, self.matrix_rows_a, self.floats_a))
 
     def _matrix(self, block: Block, scatter: bool) -> int:
-        """Append `block` as CSR rows; its matrix number."""
+        """Append `block` as CSR rows, each row's entries in column order;
+        its matrix number."""
         w = block.weight.to_dense() if block.weight.layout == torch.sparse_csr else block.weight
         w = w.numpy()
-        rows = (block.rows[block.filled] if scatter else block.filled).numpy()
-        cols = block.cols.numpy()
-        for position, row in zip(rows, w, strict=True):
-            nz = np.flatnonzero(row)
-            self.row_of.append(int(position))
-            self.index.append(cols[nz])
-            self.value.append(row[nz])
-            self.starts.append(self.starts[-1] + len(nz))
-        self.matrix_rows.append(len(self.row_of))
+        r, c = np.nonzero(w)                       # row-major: by row, then column
+        self.row_of.append((block.rows[block.filled] if scatter else block.filled).numpy())
+        self.counts.append(np.bincount(r, minlength=len(w)))
+        self.index.append(block.cols.numpy()[c])
+        self.value.append(w[r, c])
+        self.matrix_rows.append(self.matrix_rows[-1] + len(w))
         return len(self.matrix_rows) - 2
 
     def _floats(self, t: torch.Tensor) -> int:
@@ -92,9 +96,17 @@ class Packed:
         row[HEAD_NORM] = self._floats(layer.head_norm)
         row[NEURONS] = len(layer.gate.rows)
         row[STATE], row[WINDOW] = self.state_size, self.window_size
+        hidden = len(layer.norm_in)
+        self.work_size = max(self.work_size, hidden + n * (2 * layer.dk + 3 * layer.dv + 2)
+                             + 2 * row[NEURONS])
         self.state_size += n * layer.dk * layer.dv
-        self.window_size += layer.conv.shape[0] * max(layer.conv.shape[1] - 1, 0)
+        if not layer.conv_identity:         # an identity convolution keeps no window
+            self.window_size += layer.conv.shape[0] * (layer.conv.shape[1] - 1)
         return row
+
+
+def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
 
 
 def packed(plan: CompactPlan) -> Packed:
@@ -105,25 +117,44 @@ def packed(plan: CompactPlan) -> Packed:
 
 
 class NumbaStepper:
-    """`CompactStepper`'s step, compiled: a stepper of runtime/trace.py."""
+    """`CompactStepper`'s step, compiled, for `batch` launches at once (each
+    with its own states): a stepper of runtime/trace.py when `batch` is 1,
+    a batch stepper of `run_traces` (`step`) for any."""
 
-    def __init__(self, plan: CompactPlan):
+    def __init__(self, plan: CompactPlan, batch: int = 1):
         if numba is None:
             raise ImportError("numba is not installed: use the torch backend")
-        self.plan, self.packed = plan, packed(plan)
+        self.plan, self.packed, self.batch = plan, packed(plan), batch
         self.rows = plan.rows.numpy().astype(np.float32)
         self.code = np.array(plan.code, dtype=np.int64)
         self.codes = plan.codes.numpy().astype(np.float32)
-        self.state = np.zeros(self.packed.state_size, np.float32)
-        self.window = np.zeros(self.packed.window_size, np.float32)
+        self.state = np.zeros((batch, self.packed.state_size), np.float32)
+        self.window = np.zeros((self.packed.window_size, batch), np.float32)
+        # the layers' vectors for each launch, then two of a head's (at the end)
+        self.work = np.zeros(self.packed.work_size * batch + 2 * plan.layers[0].dv, np.float32)
+        # the step's own arrays, made once: fresh ones of this size each token
+        # cost page faults
+        self.h = np.zeros((len(self.rows[0]), batch), np.float32)
+        self.h_code = np.zeros((len(self.code), batch), np.float32)
+        self.scores = np.zeros((len(self.codes), batch), np.float32)
+
+    def step(self, ids: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        """The next GPU token id of each launch after its token `ids[b]`
+        (launches not `active` are left as they are; their answer is noise)."""
+        p = self.packed
+        h = self.h
+        _embed(self.rows, np.asarray(ids, np.int64), h)
+        live = np.ones(self.batch, np.bool_) if active is None else active
+        _step(h, live, p.layers, p.row_of_a, p.starts_a, p.index_a, p.value_a,
+              p.matrix_rows_a, p.floats_a, self.state, self.window, self.work,
+              np.float32(self.plan.eps))
+        # the readout's choice in numpy's BLAS (numba's matmul needs scipy)
+        np.take(h, self.code, axis=0, out=self.h_code)
+        return np.argmax(np.matmul(self.codes, self.h_code, out=self.scores), axis=0)
 
     def __call__(self, token: P.Token) -> P.Token | None:
-        p = self.packed
-        h = self.rows[self.plan.vocab.id_of(token)].copy()
-        _step(h, p.layers, p.row_of_a, p.starts_a, p.index_a, p.value_a, p.matrix_rows_a,
-              p.floats_a, self.state, self.window, np.float32(self.plan.eps))
-        # the readout's choice in numpy's BLAS (numba's matmul needs scipy)
-        return self.plan.vocab.token(int(np.argmax(self.codes @ h[self.code])))
+        ids = np.array([self.plan.vocab.id_of(token)])
+        return self.plan.vocab.token(int(self.step(ids)[0]))
 
     def prefill(self, tokens: Sequence[P.Token]) -> None:
         for token in tokens:
@@ -135,106 +166,232 @@ def _jit(fn):
 
 
 @_jit
-def _matvec(m, x, out, accumulate, row_of, starts, index, value, matrix_rows):
-    """out[row] (+)= Σ value · x[index] over matrix m's CSR rows."""
-    for r in range(matrix_rows[m], matrix_rows[m + 1]):
-        s = np.float32(0.0)
-        for e in range(starts[r], starts[r + 1]):
-            s += value[e] * x[index[e]]
-        if accumulate:
-            out[row_of[r]] += s
-        else:
-            out[row_of[r]] = s
+def _embed(rows, ids, h):
+    """h[:, b] = the embedding row of token ids[b]."""
+    for b in range(len(ids)):
+        for i in range(h.shape[0]):
+            h[i, b] = rows[ids[b], i]
 
 
 @_jit
-def _rms(x, weight, eps):
-    s = np.float32(0.0)
-    for v in x:
-        s += v * v
-    scale = np.float32(1.0) / np.sqrt(s / np.float32(len(x)) + eps)
-    return x * scale * weight
+def _matvec(m, x, out, accumulate, row_of, starts, index, value, matrix_rows):
+    """out[row] (+)= Σ value · x[index] over matrix m's CSR rows, for each
+    column of `x` (a launch of the batch) alike."""
+    batch = x.shape[1]
+    s = np.zeros(batch, np.float32)
+    for r in range(matrix_rows[m], matrix_rows[m + 1]):
+        if batch == 1:                   # one launch: a scalar sum, no inner loop
+            t = np.float32(0.0)
+            for e in range(starts[r], starts[r + 1]):
+                t += value[e] * x[index[e], 0]
+            s[0] = t
+        else:
+            s[:] = 0
+            for e in range(starts[r], starts[r + 1]):
+                w, xi = value[e], index[e]
+                for b in range(batch):
+                    s[b] += w * x[xi, b]
+        o = row_of[r]
+        for b in range(batch):
+            out[o, b] = out[o, b] + s[b] if accumulate else s[b]
+
+
+@_jit
+def _sum_squares(x, b, part):
+    """Σ x[:, b]², as eight interleaved partial sums (as a vector unit adds:
+    one running sum is a chain of dependent adds) into part[:, b]."""
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = np.float32(0.0)
+    n = x.shape[0]
+    for i in range(0, n - 7, 8):
+        s0 += x[i, b] * x[i, b]
+        s1 += x[i + 1, b] * x[i + 1, b]
+        s2 += x[i + 2, b] * x[i + 2, b]
+        s3 += x[i + 3, b] * x[i + 3, b]
+        s4 += x[i + 4, b] * x[i + 4, b]
+        s5 += x[i + 5, b] * x[i + 5, b]
+        s6 += x[i + 6, b] * x[i + 6, b]
+        s7 += x[i + 7, b] * x[i + 7, b]
+    part[0, b], part[1, b], part[2, b], part[3, b] = s0, s1, s2, s3
+    part[4, b], part[5, b], part[6, b], part[7, b] = s4, s5, s6, s7
+
+
+@_jit
+def _rms(x, weight, eps, out):
+    """Qwen3.5's RMSNorm of each column of `x` (coordinates × launches)
+    into `out`; the squares summed in eight interleaved partial sums."""
+    n, batch = x.shape
+    part = np.zeros((8, batch), np.float32)
+    if batch == 1:
+        _sum_squares(x, 0, part)
+    else:                                # row by row: the launches are contiguous
+        for i in range(n - n % 8):
+            k = i & 7
+            for b in range(batch):
+                part[k, b] += x[i, b] * x[i, b]
+    for i in range(n - n % 8, n):
+        for b in range(batch):
+            part[i & 7, b] += x[i, b] * x[i, b]
+    for b in range(batch):
+        s = ((part[0, b] + part[1, b]) + (part[2, b] + part[3, b])) + \
+            ((part[4, b] + part[5, b]) + (part[6, b] + part[7, b]))
+        part[0, b] = np.float32(1.0) / np.sqrt(s / np.float32(n) + eps)
+    for i in range(n):
+        for b in range(batch):
+            out[i, b] = x[i, b] * part[0, b] * weight[i]
+    return out
 
 
 @_jit
 def _silu(v):
+    """v / (1 + exp(−v)) in float32, without the exp where its value is
+    known: past 17, exp(−v) < 2⁻²⁴ and 1 + exp(−v) rounds to 1, so the
+    quotient is v (so it is at ±0); below −88.8, exp(−v) overflows and it is
+    −0.0."""
+    if v > np.float32(17.0) or v == 0:
+        return v
+    if v < np.float32(-88.8):
+        return np.float32(-0.0)
     return v / (np.float32(1.0) + np.exp(-v))
 
 
 @_jit
-def _step(h, layers, row_of, starts, index, value, matrix_rows, floats, state, window, eps):
-    """Every layer on the residual `h`, in place."""
-    hidden = len(h)
+def _silu_all(a):
+    """`_silu` of every entry of `a`, in place. Compiled neurons and channels
+    sit in the known ranges on almost every token (dot: all of them), so a
+    first pass without branches does those and counts the rest, which a
+    second pass computes only when there are any."""
+    n, batch = a.shape
+    between = 0
+    for j in range(n):
+        for b in range(batch):
+            v = a[j, b]
+            low = v < np.float32(-88.8)
+            a[j, b] = np.float32(-0.0) if low else v
+            between += (not low) & (v <= np.float32(17.0)) & (v != 0)
+    if between:
+        for j in range(n):
+            for b in range(batch):
+                a[j, b] = _silu(a[j, b])
+
+
+@_jit
+def _conv(mixed, conv, taps, window, w0):
+    """The causal convolution of each channel over its window, which moves on."""
+    width, batch = mixed.shape
+    for c in range(width):
+        at = w0 + c * (taps - 1)
+        for b in range(batch):
+            s = conv[c * taps + taps - 1] * mixed[c, b]
+            for j in range(taps - 1):
+                s += conv[c * taps + j] * window[at + j, b]
+            for j in range(taps - 2):
+                window[at + j, b] = window[at + j + 1, b]
+            window[at + taps - 2, b] = mixed[c, b]
+            mixed[c, b] = s
+
+
+@_jit
+def _sum_of_squares(x, start, length, b):
+    s = np.float32(0.0)
+    for i in range(start, start + length):
+        s += x[i, b] * x[i, b]
+    return s
+
+
+@_jit
+def _head(L, hd, n, mixed, b, beta_in, a_in, z, o_all, S, floats, eps, delta, o):
+    """One used head of launch `b`: the gated delta rule on its state `S`
+    (dk × dv) and the gated RMSNorm of its output into `o_all`; `delta` and
+    `o` (dv × 1) are scratch."""
+    dk, dv = L[DK], L[DV]
+    q0, k0, v0 = hd * dk, n * dk + hd * dk, 2 * n * dk + hd * dv
+    q_squares, k_squares = _sum_of_squares(mixed, q0, dk, b), _sum_of_squares(mixed, k0, dk, b)
+    if q_squares == 0 and k_squares == 0 and not L[DECAYS]:
+        return      # q = k = 0 (most heads on most tokens): S stays, the output is 0
+    # torch's l2norm: x / √(Σ x² + 1e-6)
+    q_scale = np.float32(1.0) / np.sqrt(q_squares + np.float32(1e-6))
+    k_scale = np.float32(1.0) / np.sqrt(k_squares + np.float32(1e-6))
+    root_dk = np.sqrt(np.float32(dk))
+    beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-beta_in))
+    if L[DECAYS]:
+        t = a_in + floats[L[DT_BIAS] + hd]
+        soft = np.log1p(np.exp(t)) if t < 20 else t
+        S *= np.exp(floats[L[DECAY] + hd] * soft)
+    delta[:] = 0
+    for d in range(dk):              # a key has few non-zero components
+        kd = mixed[k0 + d, b] * k_scale
+        if kd != 0:
+            for j in range(dv):
+                delta[j, 0] += S[d, j] * kd
+    for j in range(dv):
+        delta[j, 0] = (mixed[v0 + j, b] - delta[j, 0]) * beta
+    o[:] = 0
+    for d in range(dk):
+        kd, qd = mixed[k0 + d, b] * k_scale, mixed[q0 + d, b] * q_scale / root_dk
+        if kd != 0:
+            for j in range(dv):
+                S[d, j] += kd * delta[j, 0]
+        if qd != 0:
+            for j in range(dv):
+                o[j, 0] += S[d, j] * qd
+    _rms(o, floats[L[HEAD_NORM]:L[HEAD_NORM] + dv], eps, o)
+    for j in range(dv):
+        o_all[hd * dv + j, b] = o[j, 0] * _silu(z[hd * dv + j, b])
+
+
+@_jit
+def _scratch(work, rows, batch):
+    """A zeroed (rows × batch) view of the workspace `work`, and the rest."""
+    size = rows * batch
+    view = work[:size]
+    view[:] = 0
+    return view.reshape(rows, batch), work[size:]
+
+
+@_jit
+def _step(h, active, layers, row_of, starts, index, value, matrix_rows, floats, state, window,
+          work, eps):
+    """Every layer on the residuals `h` (coordinates × launches), in place;
+    the layers' intermediate vectors live in `work` (allocating them per
+    token costs more than computing them)."""
+    hidden, batch = h.shape
     for li in range(layers.shape[0]):
         L = layers[li]
-        x = _rms(h, floats[L[NORM_IN]:L[NORM_IN] + hidden], eps)
+        x, rest = _scratch(work, hidden, batch)
+        _rms(h, floats[L[NORM_IN]:L[NORM_IN] + hidden], eps, x)
         n, dk, dv = L[HEADS], L[DK], L[DV]
         if n > 0:
-            width = n * (2 * dk + dv)
-            mixed = np.zeros(width, np.float32)
+            mixed, rest = _scratch(rest, n * (2 * dk + dv), batch)
             _matvec(L[QKV], x, mixed, False, row_of, starts, index, value, matrix_rows)
-            taps = L[TAPS]
             if not L[CONV_IDENTITY]:
-                conv = floats[L[CONV]:L[CONV] + width * taps]
-                w0 = L[WINDOW]
-                for c in range(width):
-                    s = conv[c * taps + taps - 1] * mixed[c]
-                    for j in range(taps - 1):
-                        s += conv[c * taps + j] * window[w0 + c * (taps - 1) + j]
-                    for j in range(taps - 2):
-                        window[w0 + c * (taps - 1) + j] = window[w0 + c * (taps - 1) + j + 1]
-                    window[w0 + c * (taps - 1) + taps - 2] = mixed[c]
-                    mixed[c] = s
-            for c in range(width):
-                mixed[c] = _silu(mixed[c])
-            z = np.zeros(n * dv, np.float32)
+                _conv(mixed, floats[L[CONV]:], L[TAPS], window, L[WINDOW])
+            _silu_all(mixed)
+            z, rest = _scratch(rest, n * dv, batch)
             _matvec(L[Z], x, z, False, row_of, starts, index, value, matrix_rows)
-            b = np.zeros(n, np.float32)
-            _matvec(L[B], x, b, False, row_of, starts, index, value, matrix_rows)
-            a = np.zeros(n, np.float32)
+            beta, rest = _scratch(rest, n, batch)
+            _matvec(L[B], x, beta, False, row_of, starts, index, value, matrix_rows)
+            a, rest = _scratch(rest, n, batch)
             _matvec(L[A], x, a, False, row_of, starts, index, value, matrix_rows)
-            o_all = np.zeros(n * dv, np.float32)
-            head_norm = floats[L[HEAD_NORM]:L[HEAD_NORM] + dv]
-            for hd in range(n):
-                q = mixed[hd * dk:(hd + 1) * dk].copy()
-                k = mixed[n * dk + hd * dk:n * dk + (hd + 1) * dk].copy()
-                v = mixed[2 * n * dk + hd * dv:2 * n * dk + (hd + 1) * dv]
-                q *= np.float32(1.0) / np.sqrt(np.sum(q * q) + np.float32(1e-6))
-                q /= np.sqrt(np.float32(dk))
-                k *= np.float32(1.0) / np.sqrt(np.sum(k * k) + np.float32(1e-6))
-                beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-b[hd]))
-                S = state[L[STATE] + hd * dk * dv:L[STATE] + (hd + 1) * dk * dv].reshape(dk, dv)
-                if L[DECAYS]:
-                    t = a[hd] + floats[L[DT_BIAS] + hd]
-                    soft = np.log1p(np.exp(t)) if t < 20 else t
-                    S *= np.exp(floats[L[DECAY] + hd] * soft)
-                delta = np.zeros(dv, np.float32)
-                for d in range(dk):
-                    kd = k[d]
-                    if kd != 0:
-                        for j in range(dv):
-                            delta[j] += S[d, j] * kd
-                for j in range(dv):
-                    delta[j] = (v[j] - delta[j]) * beta
-                o = np.zeros(dv, np.float32)
-                for d in range(dk):
-                    kd, qd = k[d], q[d]
-                    if kd != 0:
-                        for j in range(dv):
-                            S[d, j] += kd * delta[j]
-                    if qd != 0:
-                        for j in range(dv):
-                            o[j] += S[d, j] * qd
-                o = _rms(o, head_norm, eps)
-                for j in range(dv):
-                    o_all[hd * dv + j] = o[j] * _silu(z[hd * dv + j])
+            o_all, rest = _scratch(rest, n * dv, batch)
+            delta, o = work[-2 * dv:-dv].reshape(dv, 1), work[-dv:].reshape(dv, 1)
+            for b in range(batch):
+                if not active[b]:
+                    continue
+                for hd in range(n):
+                    at = L[STATE] + hd * dk * dv
+                    S = state[b, at:at + dk * dv].reshape(dk, dv)
+                    _head(L, hd, n, mixed, b, beta[hd, b], a[hd, b], z, o_all, S, floats, eps,
+                          delta, o)
             _matvec(L[OUT], o_all, h, True, row_of, starts, index, value, matrix_rows)
-        x = _rms(h, floats[L[NORM_POST]:L[NORM_POST] + hidden], eps)
-        if L[NEURONS] > 0:
-            gate = np.zeros(L[NEURONS], np.float32)
-            up = np.zeros(L[NEURONS], np.float32)
+        _rms(h, floats[L[NORM_POST]:L[NORM_POST] + hidden], eps, x)
+        neurons = L[NEURONS]
+        if neurons > 0:
+            gate, rest = _scratch(rest, neurons, batch)
+            up, rest = _scratch(rest, neurons, batch)
             _matvec(L[GATE], x, gate, False, row_of, starts, index, value, matrix_rows)
             _matvec(L[UP], x, up, False, row_of, starts, index, value, matrix_rows)
-            for j in range(len(gate)):
-                gate[j] = _silu(gate[j]) * up[j]
+            _silu_all(gate)
+            for j in range(neurons):
+                for b in range(batch):
+                    gate[j, b] *= up[j, b]
             _matvec(L[DOWN], gate, h, True, row_of, starts, index, value, matrix_rows)

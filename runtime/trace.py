@@ -12,8 +12,11 @@ with the next one: the ideal `tensor` engine or the merged model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from qgc import protocol as P
 from qgc.dialects import simt
@@ -184,6 +187,29 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
     with `continue_with` such as the `generate` stepper). CTAs are made as
     they enter the warp slots; the launch is refused up front if it cannot fit
     `max_steps` EXEC steps or the launch area."""
+    machine = stepper if hasattr(stepper, "continue_with") else TokenMachine(stepper)
+    host = host_loop(kernel, vocab, launch, max_steps)
+    request = next(host)
+    while True:
+        if request:                        # a step's host tokens: the machine's next run
+            named = machine.continue_with(request)
+        token = next(named, None)        # a machine that stops names no token
+        try:
+            request = host.send(token)
+        except StopIteration as finished:
+            return finished.value
+
+
+#: what the host loop asks of the machine: its next named token after these
+#: host tokens, or (an empty list) after the token it named last
+Request = list[P.Token]
+
+
+def host_loop(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch,
+              max_steps: int = DEFAULT_MAX_STEPS) -> Generator[Request, P.Token | None, TraceResult]:
+    """The host's side of one launch as a generator: it yields a `Request`,
+    is sent the token the machine names, and returns the `TraceResult`. The
+    drivers are `run_trace` (one machine) and `run_traces` (a batch)."""
     check_steps(launch, max_steps, STEP, simt.LANES)
     used = specials_read(kernel)
     check_geometry(used, launch)
@@ -203,7 +229,6 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
         block.update((w, 0) for _, w in entered)
         return launch_area(used, launch, layout, entered, vocab)
 
-    machine = stepper if hasattr(stepper, "continue_with") else TokenMachine(stepper)
     stream: list[P.Token] = []
     predicted: list[bool] = []
     memory: dict[int, int] = {}
@@ -228,7 +253,7 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
                 continue
             append(P.Token("EXEC", w=slot, b=block[w]), False)
             steps += 1
-            end = run_step(machine, pending, stream, append, step_limit(vocab))
+            end = yield from run_step(pending, stream, append, step_limit(vocab))
             if end.kind == "TRAP":
                 raise Trap(fault_message(kernel, launch, vocab.warps, w, end))
             block[w] = end.b
@@ -246,15 +271,17 @@ def run_trace(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch, steppe
     return TraceResult(buffers, stream, stats, predicted)
 
 
-def run_step(machine, pending: list[P.Token], stream: list[P.Token], append,
-             limit: int) -> P.Token:
+def run_step(pending: list[P.Token], stream: list[P.Token], append,
+             limit: int) -> Generator[Request, P.Token | None, P.Token]:
     """One step: the pending host tokens (ending with `EXEC`) to the machine,
     then the tokens it names, appended up to its `END` or `TRAP`, which is
     returned; anything else out of place traps."""
-    host_tokens = pending[:]
+    request = pending[:]
     pending.clear()
     count = 0
-    for t in machine.continue_with(host_tokens):
+    while count < limit:
+        t = yield request
+        request = []
         if t is None or t.kind == "EXEC":
             raise protocol_trap(len(stream), t, f"follows {stream[-1].spelled()} (the machine "
                                                 "never names EXEC or a text token)")
@@ -264,8 +291,6 @@ def run_step(machine, pending: list[P.Token], stream: list[P.Token], append,
         count += 1
         if t.kind in ("END", "TRAP"):
             return t
-        if count >= limit:
-            break
     raise protocol_trap(len(stream), None, f"ends the step after {count} tokens (at most "
                                            f"{limit} records and an END)")
 
@@ -280,7 +305,7 @@ def fault_message(kernel: simt.KernelOp, launch: Launch, warps: int, w: Warp,
     op = kernel.memory_sites()[t.site]
     where = f"{describe(op)} by {w.who(t.lane)}"
     try:
-        run_simt(kernel.parent_op(), launch, resident_warps=warps)
+        run_simt(kernel.parent_op() or kernel, launch, resident_warps=warps)
     except Trap as err:
         if where in str(err):
             return str(err)
@@ -318,3 +343,45 @@ def tensor_stepper(program, vocab: P.Vocabulary, record: list | None = None) -> 
         except ValueError:
             return None
     return step
+
+
+def run_traces(kernel: simt.KernelOp, vocab: P.Vocabulary, launches: Sequence[Launch],
+               stepper, max_steps: int = DEFAULT_MAX_STEPS) -> list[TraceResult | Exception]:
+    """Many launches of one kernel in lockstep through a batch stepper (one
+    launch a row: `stepper.step(ids, active)` takes each row's next token id
+    and names the id after it, as `NumbaStepper` does). Each launch's host
+    loop runs as in `run_trace`; a row feeds its host tokens one a step (the
+    prompt is a prefill one token at a time) and sits idle once its launch is
+    done. Returns each launch's result, or the error it stopped with."""
+    hosts = [host_loop(kernel, vocab, launch, max_steps) for launch in launches]
+    results: list[TraceResult | Exception | None] = [None] * len(hosts)
+    queues: list[deque[P.Token]] = [deque() for _ in hosts]   # what each row feeds next
+    named: list[P.Token | None] = [None] * len(hosts)   # each row's last named, unfed
+
+    def answer(row: int, token: P.Token | None) -> None:
+        """Hand the host its machine's token (None: start) and queue what it asks."""
+        try:
+            request = next(hosts[row]) if token is None else hosts[row].send(token)
+        except StopIteration as finished:
+            results[row] = finished.value
+            return
+        except (Trap, LaunchError) as err:
+            results[row] = err
+            return
+        unfed = [named[row]] if named[row] is not None else []
+        queues[row] = deque(unfed + request if request else unfed)
+        named[row] = None
+
+    for row in range(len(hosts)):
+        answer(row, None)
+    ids = np.zeros(len(hosts), np.int64)
+    while not all(r is not None for r in results):
+        active = np.array([r is None for r in results])
+        for row in np.flatnonzero(active):
+            ids[row] = vocab.id_of(queues[row].popleft())
+        next_ids = stepper.step(ids, active)
+        for row in np.flatnonzero(active):
+            if not queues[row]:          # its last token is fed: the machine's answer
+                named[row] = vocab.token(int(next_ids[row]))
+                answer(row, named[row])
+    return results  # type: ignore[return-value]

@@ -77,3 +77,32 @@ def test_qgc_run_engine_compact_prints_the_buffers(tmp_path):
     assert json.loads(proc.stdout)["buffers"][2] == [32]
     stats = json.loads(proc.stderr.strip().splitlines()[-1])
     assert stats["engine"] == "compact" and stats["tokens"] > 0 and stats["heads"] > 0
+
+
+def _dot_launch(a: list[int], b: list[int], n: int | None = None):
+    from qgc.runtime.launch import load_launch
+    return load_launch({"kernel": "dot", "grid": [1, 1, 1], "block": [4, 1, 1], "args": [
+        {"type": "s32*", "data": a}, {"type": "s32*", "data": b},
+        {"type": "s32*", "data": [0]}, {"type": "s32", "value": n or len(a)}]})
+
+
+def test_a_batch_gives_each_launch_its_own_trace(configs):
+    """Launches of different lengths in lockstep (`run_traces`, one numba
+    batch): each trace and its buffers are the single launch's, and a launch
+    that fails says so in its own row."""
+    from qgc.runtime.memory import Trap
+    from qgc.runtime.trace import run_traces
+    dot = EXAMPLES / "dot" / "dot.ptx"
+    inputs = [([1, 2, 3], [4, 5, 6]), ([7, -1], [3, 9]), ([5, 6, 7, 8], [1, 2, -2, 3])]
+    launches = [_dot_launch(a, b) for a, b in inputs]
+    layers, kernel, program, vocab = compile_with_host(str(dot), configs[1024], launches[2])
+    plan = CompactPlan.of(layers, configs[1024])
+    past_the_end = _dot_launch([1, 2], [3, 4], n=4)
+    *results, trap = run_traces(kernel, vocab, [*launches, past_the_end],
+                                NumbaStepper(plan, batch=len(launches) + 1))
+    assert isinstance(trap, Trap) and "outside buffer" in str(trap)
+    for launch, (a, b), got in zip(launches, inputs, results, strict=True):
+        ideal = run_trace(kernel, vocab, launch, tensor_stepper(program, vocab))
+        assert [t.spelled() for t in got.tokens] == [t.spelled() for t in ideal.tokens]
+        assert got.buffers[2] == [sum(x * y for x, y in zip(a, b, strict=True))]
+    assert len({len(r.tokens) for r in results}) == 3
