@@ -138,6 +138,14 @@ class NumbaStepper:
         self.h_code = np.zeros((len(self.code), batch), np.float32)
         self.scores = np.zeros((len(self.codes), batch), np.float32)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes the stepper holds: the packed weights, the GPU tokens'
+        embedding rows and codes, the states, windows and workspace."""
+        arrays = (self.rows, self.codes, self.state, self.window, self.work, self.h,
+                  self.h_code, self.scores)
+        return self.packed.nbytes + sum(a.nbytes for a in arrays)
+
     def step(self, ids: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         """The next GPU token id of each launch after its token `ids[b]`
         (launches not `active` are left as they are; their answer is noise)."""

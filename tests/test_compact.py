@@ -106,3 +106,39 @@ def test_a_batch_gives_each_launch_its_own_trace(configs):
         assert [t.spelled() for t in got.tokens] == [t.spelled() for t in ideal.tokens]
         assert got.buffers[2] == [sum(x * y for x, y in zip(a, b, strict=True))]
     assert len({len(r.tokens) for r in results}) == 3
+
+
+def _launch_file(tmp_path, name: str, a: list[int], b: list[int], n: int | None = None) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"kernel": "dot", "grid": [1, 1, 1], "block": [4, 1, 1], "args": [
+        {"type": "s32*", "data": a}, {"type": "s32*", "data": b},
+        {"type": "s32*", "data": [0]}, {"type": "s32", "value": n or len(a)}]}))
+    return str(path)
+
+
+def test_qgc_run_takes_a_batch_and_verifies_it(tmp_path):
+    """`--launch` repeated: one result line per launch, a failed one as null
+    with its trap on stderr and exit status 1; `--verify` feeds each trace to
+    the stock merged model and says how many named tokens it checked."""
+    launches = [_launch_file(tmp_path, "a", [1, 2, 3], [4, 5, 6]),
+                _launch_file(tmp_path, "b", [2, 2], [5, -1]),
+                _launch_file(tmp_path, "c", [1, 2], [3, 4], n=4)]
+    command = [sys.executable, "-m", "qgc.cli", "run", str(EXAMPLES / "dot" / "dot.ptx"),
+               "--engine", "compact", "--base-config", "small", "--verify", "--stats=json"]
+    proc = subprocess.run(command + [f"--launch={p}" for p in launches],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [json.loads(line) and json.loads(line)["buffers"][2] for line in lines[:2]] == [[32], [8]]
+    assert lines[2] == "null" and "c.json: trap: out-of-bounds" in proc.stderr
+    stats = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert stats["launches"] == 3 and stats["failed"] == 1
+    assert stats["verified_tokens"] > 0 and "verify: the stock model (float32)" in proc.stderr
+
+
+def test_a_batch_is_the_compact_engines(tmp_path):
+    a = _launch_file(tmp_path, "a", [1], [2])
+    proc = subprocess.run([sys.executable, "-m", "qgc.cli", "run", str(EXAMPLES / "dot" / "dot.ptx"),
+                           "--launch", a, "--launch", a, "--engine", "simt"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 2 and "runs on --engine compact" in proc.stderr

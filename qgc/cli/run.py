@@ -27,7 +27,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("run", prog="qgc run", help="run one kernel launch on an engine",
                             description="Run one kernel launch.")
     p.add_argument("input", help="PTX file (.ptx or .mlir), or - for the standard input")
-    p.add_argument("--launch", required=True, help="launch JSON (docs/launch.md)")
+    p.add_argument("--launch", required=True, action="append", metavar="FILE",
+                   help="launch JSON (docs/launch.md); repeated: a batch of launches of "
+                        "the kernel (--engine compact), one result line each")
     p.add_argument("--engine", choices=ENGINES, default="ref")
     p.add_argument("--warp-size", type=int, help="lanes per warp, a power of two up to 32 "
                    "(ref engine; default 4, the machine's)")
@@ -46,9 +48,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         "--stats=json: one JSON object")
     add_base_flags(p)
     c = p.add_argument_group("compact engine")
-    c.add_argument("--backend", choices=("numba", "torch"),
-                   help="compact engine: the compiled step (numba, the default) or the "
-                        "readable torch one")
+    c.add_argument("--backend", choices=("numba", "torch", "triton"),
+                   help="compact engine: the compiled CPU step (numba, the default), the "
+                        "readable torch one, or Triton kernels (--device)")
+    c.add_argument("--device", choices=("cpu", "cuda"),
+                   help="compact engine, triton backend: where the kernels run (default: "
+                        "cuda if there is one; on the CPU under TRITON_INTERPRET=1)")
+    c.add_argument("--verify", action="store_true",
+                   help="compact engine: then feed each trace to the stock merged model in "
+                        "one prefill pass and check every token it names (--dtype)")
     g = p.add_argument_group("model engine")
     g.add_argument("--model", metavar="DIR", help="run on a checkpoint `qgc build` wrote")
     mode = g.add_mutually_exclusive_group()
@@ -63,17 +71,22 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 #: flags that only some engines take (dest → the engines); any other flag is every engine's
-ENGINE_FLAGS = {"warp_size": ("ref",), "dtype": ("model",), "base": ("model", "compact"),
+ENGINE_FLAGS = {"warp_size": ("ref",), "dtype": ("model", "compact"),
+                "base": ("model", "compact"),
                 "base_config": ("model", "compact"), "model": ("model",), "generate": ("model",),
-                "replay": ("model",), "trace_png": ("model",), "backend": ("compact",)}
+                "replay": ("model",), "trace_png": ("model",), "backend": ("compact",),
+                "device": ("compact",), "verify": ("compact",)}
 
 
 def command(args: argparse.Namespace) -> int:
     _check_engine_flags(args)
-    launch = load_launch(Path(args.launch))
+    launches = [load_launch(Path(path)) for path in args.launch]
     step, default_steps = STEP_LIMITS[args.engine]
     args.max_steps = args.max_steps or default_steps
     warp_size = args.warp_size or 4
+    if len(launches) > 1:
+        return _batch(args, launches)
+    (launch,) = launches
     if args.expect:    # a bad expected file is said before the run
         from qgc.runtime.expected import compare, load_expected
         expected = load_expected(args.expect, launch, warp_size)
@@ -91,12 +104,42 @@ def command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _batch(args: argparse.Namespace, launches) -> int:
+    """Repeated --launch: the launches as one batch on the compact engine, a
+    result line each in order (a launch that fails: its error on stderr, and
+    exit status 1)."""
+    if args.engine != "compact" or args.expect:
+        what = "--expect" if args.engine == "compact" else f"--engine {args.engine}"
+        raise QgcError(f"error: a batch of launches (--launch repeated) runs on --engine "
+                       f"compact, without --expect; {what} takes one", status=2)
+    for launch in launches:
+        check_steps(launch, args.max_steps, STEP_LIMITS["compact"][0], 4)
+    start = time.perf_counter()
+    results, stats = run_compact_batch(args, launches)
+    seconds = time.perf_counter() - start
+    failed = 0
+    for path, launch, result in zip(args.launch, launches, results, strict=True):
+        if isinstance(result, Exception):
+            failed += 1
+            with blame(launch):
+                say(f"{path}: {result}")
+            print("null", flush=True)
+        else:
+            print(format_result(result.buffers), flush=True)
+    if args.stats:
+        _report(args, stats, seconds)
+    return 1 if failed else 0
+
+
 def _check_engine_flags(args: argparse.Namespace) -> None:
     """One rule: a flag given to an engine that does not take it is refused."""
     if args.warp_size is not None and (not 1 <= args.warp_size <= 32
                                        or args.warp_size & (args.warp_size - 1)):
         raise QgcError(f"error: --warp-size must be a power of two in 1..32, got "
                        f"{args.warp_size}", status=2)
+    if args.engine == "compact" and args.dtype and not args.verify:
+        raise QgcError("error: --dtype on the compact engine is the dtype --verify's model "
+                       "runs in; give --verify with it", status=2)
     for dest, engines in ENGINE_FLAGS.items():
         value = getattr(args, dest)
         given = value not in (None, False) and not (dest == "base"
@@ -175,29 +218,105 @@ def _run_tensor(ctx, module, launch, max_steps: int):
 # ------------------------------------------------------------------ --engine compact
 def run_compact(args: argparse.Namespace, launch):
     """The launch on the compiled layers' non-zero weights (`runtime/compact.py`),
-    compiled for the base config as `--engine model` compiles them."""
-    import torch
-
-    from qgc.merged_model import compile_with_host
-    from qgc.runtime.compact import CompactPlan, CompactStepper
-    from qgc.runtime.model import load_text_config
+    compiled for the base config as `--engine model` compiles them; with
+    --verify, then checked by the stock merged model."""
     from qgc.runtime.trace import run_trace
-    config = load_text_config(args.base or args.base_config)
-    layers, kernel, _, vocab = compile_with_host(args.input, config, launch)
-    plan = CompactPlan.of(layers, config)
-    torch.set_num_threads(1)    # one token's ops are small: threads only wait on each other
-    if args.backend == "torch":
-        stepper = CompactStepper(plan)
-    else:
-        from qgc.runtime.compact_numba import NumbaStepper
-        stepper = NumbaStepper(plan)
+    compiled, kernel, vocab, plan, stepper = _compact(args, launch, batch=1)
     start = time.perf_counter()
     result = run_trace(kernel, vocab, launch, stepper, args.max_steps)
     seconds = time.perf_counter() - start
-    result.stats.update(backend=args.backend or "numba", layers=len(plan.layers),
-                        heads=plan.heads, weights=plan.weights,
-                        tokens_per_second=round(result.stats["tokens"] / seconds, 1))
+    result.stats.update(_compact_stats(args, plan, stepper, result.stats["tokens"], seconds))
+    if args.verify:
+        result.stats.update(_verify(args, compiled, vocab, [result]))
     return result
+
+
+def run_compact_batch(args: argparse.Namespace, launches):
+    """The launches in lockstep, one batch (`runtime/trace.run_traces`):
+    each one's result or error, and the batch's stats."""
+    from qgc.runtime.trace import run_traces
+    compiled, kernel, vocab, plan, stepper = _compact(args, launches[-1], len(launches))
+    start = time.perf_counter()
+    results = run_traces(kernel, vocab, launches, stepper, args.max_steps)
+    seconds = time.perf_counter() - start
+    done = [r for r in results if not isinstance(r, Exception)]
+    tokens = sum(r.stats["tokens"] for r in done)
+    stats = {"launches": len(launches), "failed": len(launches) - len(done), "tokens": tokens,
+             **_compact_stats(args, plan, stepper, tokens, seconds)}
+    if args.verify and done:
+        stats.update(_verify(args, compiled, vocab, done))
+    return results, stats
+
+
+def _compact(args: argparse.Namespace, launch, batch: int):
+    """(layers, host kernel, vocabulary, plan, stepper) of the compact engine:
+    one compile (sized to `launch`; a batch takes the memory of its last)."""
+    import torch
+
+    from qgc.merged_model import compile_with_host
+    from qgc.runtime.compact import CompactPlan
+    from qgc.runtime.model import load_text_config
+    config = load_text_config(args.base or args.base_config)
+    compiled, kernel, _, vocab = compile_with_host(args.input, config, launch)
+    plan = CompactPlan.of(compiled, config)
+    torch.set_num_threads(1)    # one token's ops are small: threads only wait on each other
+    return compiled, kernel, vocab, plan, _compact_stepper(args, plan, batch)
+
+
+def _compact_stepper(args: argparse.Namespace, plan, batch: int):
+    if args.backend == "torch":
+        if batch > 1:
+            raise QgcError("error: the torch backend steps one launch at a time; a batch "
+                           "runs on --backend numba or triton", status=2)
+        from qgc.runtime.compact import CompactStepper
+        return CompactStepper(plan)
+    if args.backend == "triton":
+        from qgc.runtime.compact_triton import TritonStepper
+        return TritonStepper(plan, batch=batch, device=args.device or _triton_device())
+    from qgc.runtime.compact_numba import NumbaStepper
+    return NumbaStepper(plan, batch=batch)
+
+
+def _triton_device() -> str:
+    import torch
+    if torch.cuda.is_available():
+        return "cuda"
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    return "cpu"
+
+
+def _compact_stats(args: argparse.Namespace, plan, stepper, tokens: int,
+                   seconds: float) -> dict:
+    nbytes = getattr(stepper, "nbytes", None)
+    return {"backend": args.backend or "numba", "layers": len(plan.layers), "heads": plan.heads,
+            "weights": plan.weights, **({"memory_bytes": nbytes} if nbytes else {}),
+            "tokens_per_second": round(tokens / seconds, 1)}
+
+
+def _verify(args: argparse.Namespace, compiled, vocab, results) -> dict:
+    """--verify: each trace through the stock merged model (base layers and
+    all) in one prefill pass, every token the compact engine named checked
+    against the model's argmax (a trap names the first that differs)."""
+    import torch
+
+    from qgc.runtime.model import load_base, load_text_config
+    from qgc.runtime.model_engine import layers_model, replay_check
+    dtype = getattr(torch, args.dtype or "float32")
+    config = load_text_config(args.base or args.base_config)
+    start = time.perf_counter()
+    base = load_base(args.base, config, dtype=dtype)
+    model = layers_model(compiled, base, dtype)
+    built = time.perf_counter()
+    checked = tokens = 0
+    for result in results:
+        counts = replay_check(model, vocab, base.config.vocab_size, result.tokens,
+                              result.predicted)
+        checked, tokens = checked + counts["checked"], tokens + counts["tokens"]
+    seconds = time.perf_counter() - built
+    say(f"verify: the stock model ({str(dtype).removeprefix('torch.')}) names the same "
+        f"{checked} tokens the compact engine named, in {tokens} ({tokens / seconds:.1f} "
+        f"tokens/s; the model built in {built - start:.1f} s)")
+    return {"verified_tokens": checked, "verify_tokens_per_second": round(tokens / seconds, 1)}
 
 
 # ------------------------------------------------------------------ --engine model
