@@ -2,7 +2,7 @@
 
     python bench/tokens.py [KERNEL.ptx LAUNCH.json ...] [--config small|2b ...]
                            [--dtype float32|bfloat16] [--repeat N] [--model-repeat N]
-                           [--no-model] [--no-generate] [--no-compact] [--json]
+                           [--no-model] [--no-generate] [--no-compact] [--batch N] [--json]
 
 A launch's tokens are the length of the token stream (launch prompt and
 trace) of the `tensor` engine's run. `ref` and `simt` name no tokens: their
@@ -25,7 +25,9 @@ each model is the memory the report names (the process's high-water mark).
 
 Compact rows: the compiled layers' non-zero part (runtime/compact.py) in
 its torch form and its numba step, on the same base config (`small` with
-`--no-model`), one torch thread. `--json` prints one JSON object {engine:
+`--no-model`), one torch thread; numba on a batch of `--batch` copies of the
+launch in lockstep (tokens/s: all of theirs); `compact verified`: the
+numba trace plus the model's check of it in one prefill (the replay row). `--json` prints one JSON object {engine:
 tokens/s} over every launch instead of the tables.
 
 Defaults: the dot product and vector_add examples, `--config small`, float32.
@@ -191,15 +193,16 @@ def model_engines(ptx: Path, launch, config, dtype_name: str, repeat: int, gener
     return rows      # the model goes with this frame (the caller collects)
 
 
-def compact_engines(ptx: Path, launch, config, repeat: int, expected, tokens: int):
+def compact_engines(ptx: Path, launch, config, repeat: int, expected, tokens: int,
+                    batch: int):
     """The compact engine's rows, torch and numba, for one launch (build: the
-    compile and the plan)."""
+    compile and the plan), and numba's on a batch of `batch` copies of it."""
     import torch
 
     from qgc.merged_model import compile_with_host
     from qgc.runtime.compact import CompactPlan, CompactStepper
     from qgc.runtime.compact_numba import NumbaStepper
-    from qgc.runtime.trace import run_trace
+    from qgc.runtime.trace import run_trace, run_traces
     name = ptx.stem
     t0 = time.perf_counter()
     layers, kernel, _, vocab = compile_with_host(str(ptx), config, launch)
@@ -217,8 +220,23 @@ def compact_engines(ptx: Path, launch, config, repeat: int, expected, tokens: in
             raise Mismatch(f"{name}: {engine}: {res.stats['tokens']} tokens, the tensor "
                            f"engine's stream has {tokens}")
         rows.append(Row(name, engine, build, t, tokens))
+    if batch > 1:
+        t, results = timed(lambda: run_traces(kernel, vocab, [launch] * batch,
+                                              NumbaStepper(plan, batch=batch)), repeat)
+        for res in results:
+            check(f"compact (numba, batch {batch})", name, res.buffers, expected)
+        rows.append(Row(name, f"compact (numba, batch {batch})", build, t, tokens * batch))
     torch.set_num_threads(threads)
     return rows
+
+
+def verified_row(rows: list[Row], kernel: str, dtype_name: str) -> Row:
+    """Verified mode: the compact trace (numba), then the model's check of it
+    in one prefill (the replay row's pass over the same stream)."""
+    mine = {r.engine: r for r in rows if r.kernel == kernel}
+    compact, replay = mine["compact (numba)"], mine[f"model replay ({dtype_name})"]
+    return Row(kernel, f"compact verified ({dtype_name})", None,
+               compact.run_s + replay.run_s, compact.tokens)
 
 
 def per_engine(rows: list[Row]) -> dict[str, float]:
@@ -257,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-model", action="store_true", help="ref, simt and tensor only")
     p.add_argument("--no-generate", action="store_true", help="leave out model generate")
     p.add_argument("--no-compact", action="store_true", help="leave out the compact engine")
+    p.add_argument("--batch", type=int, default=64,
+                   help="launches in the compact engine's batch row (copies of each launch)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object {engine: tokens/s} (over every launch)")
     args = p.parse_args(argv)
@@ -282,10 +302,13 @@ def main(argv: list[str] | None = None) -> int:
                 base_rows, expected, tokens = small_engines(ptx, launch, args.repeat)
                 rows += base_rows
                 if not args.no_compact:
-                    rows += compact_engines(ptx, launch, config, args.repeat, expected, tokens)
+                    rows += compact_engines(ptx, launch, config, args.repeat, expected, tokens,
+                                            args.batch)
                 if not args.no_model:
                     rows += model_engines(ptx, launch, config, args.dtype, args.model_repeat,
                                           not args.no_generate, expected, tokens, memory)
+                    if not args.no_compact:
+                        rows.append(verified_row(rows, ptx.stem, args.dtype))
                     gc.collect()
         except (Mismatch, Trap, QgcError) as err:
             print(f"error: {err}", file=sys.stderr)
