@@ -5,7 +5,7 @@ LIT_JOBS ?= 2
 DOT = examples/dot
 SHARED ?= $(or $(QGC_SHARED),../shared)
 
-.PHONY: help install demo test test-full test-py test-lit lint docs ptx bench bench-tokens
+.PHONY: help install demo demo-2b test test-full test-py test-lit lint docs ptx bench bench-tokens
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -14,12 +14,17 @@ install: ## install qgc and its test tools, CPU torch first; skips what is there
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PIP) install -q torch==2.13.0
 	@$(PYTHON) scripts/check_install.py 2>/dev/null || $(PIP) install -q -e '.[test]'
 
-demo: install ## compile the dot product and run it with the best engine there is
+demo: install ## compile the dot product, run it on the compiled weights, verify it (< 1 min)
 	qgc $(DOT)/dot.ptx --emit=simt
 	qgc $(DOT)/dot.ptx --stats --launch $(DOT)/launch.json
 	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine simt
-	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine tensor
-	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine model --dtype bfloat16
+	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine compact --stats
+	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine compact --verify \
+	    --base-config small
+
+demo-2b: install ## the dot product through the whole merged 2B stand-in in bfloat16 (~3 min, 10 GB)
+	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine compact --verify \
+	    --dtype bfloat16
 
 test: install ## run every test: pytest, then lit
 	$(MAKE) --no-print-directory test-py test-lit
