@@ -19,6 +19,8 @@ def requirements() -> list[Requirement]:
 
 
 def satisfied(req: Requirement) -> bool:
+    if req.marker is not None and not req.marker.evaluate():
+        return True                   # not for this platform
     try:
         return req.specifier.contains(metadata.version(req.name), prereleases=True)
     except metadata.PackageNotFoundError:
