@@ -334,17 +334,22 @@ def _head(L, hd, n, mixed, b, beta_in, a_in, z, o_all, S, floats, eps, delta, o)
     for j in range(dv):
         delta[j, 0] = (mixed[v0 + j, b] - delta[j, 0]) * beta
     o[:] = 0
+    read = False
     for d in range(dk):
         kd, qd = mixed[k0 + d, b] * k_scale, mixed[q0 + d, b] * q_scale / root_dk
         if kd != 0:
             for j in range(dv):
                 S[d, j] += kd * delta[j, 0]
         if qd != 0:
+            read = True
             for j in range(dv):
                 o[j, 0] += S[d, j] * qd
+    if not read:
+        return      # q = 0: the output is 0 (o_all's as made)
     _rms(o, floats[L[HEAD_NORM]:L[HEAD_NORM] + dv], eps, o)
     for j in range(dv):
-        o_all[hd * dv + j, b] = o[j, 0] * _silu(z[hd * dv + j, b])
+        if o[j, 0] != 0:             # else the product is a zero (o_all's as made)
+            o_all[hd * dv + j, b] = o[j, 0] * _silu(z[hd * dv + j, b])
 
 
 @_jit
