@@ -1,4 +1,5 @@
-"""Tokens per second of every engine on the same launches, as ratios to `ref`.
+"""Tokens per second of every engine on the same launches, as ratios to `ref` and to
+the merged model's stock decode.
 
     python bench/tokens.py [KERNEL.ptx LAUNCH.json ...] [--config small|2b ...]
                            [--dtype float32|bfloat16] [--repeat N] [--model-repeat N]
@@ -250,21 +251,25 @@ def per_engine(rows: list[Row]) -> dict[str, float]:
 
 # ------------------------------------------------------------------ report
 def print_table(title: str, rows: list[Row]) -> None:
+    """Each row's rate and its ratios to `ref` and, where the model ran, to
+    its stock decode (the issue's baseline) in the same run."""
     print(f"\n{title}")
     head = (f"{'kernel':<12} {'engine':<26} {'build s':>8} {'tokens':>7} {'s/launch':>10} "
-            f"{'launch/s':>10} {'tokens/s':>11} {'/ ref':>9}")
+            f"{'launch/s':>10} {'tokens/s':>11} {'/ ref':>9} {'/ decode':>9}")
     print(head)
     print("-" * len(head))
     ref = {r.kernel: r.tokens / r.run_s for r in rows if r.engine == "ref"}
+    decode = {r.kernel: r.tokens / r.run_s for r in rows if r.engine.startswith("model decode")}
     for r in rows:
         tps = r.tokens / r.run_s
         build = f"{r.build_s:8.3f}" if r.build_s is not None else f"{'':>8}"
+        to_decode = f"{tps / decode[r.kernel]:>9.3g}" if r.kernel in decode else f"{'':>9}"
         print(f"{r.kernel:<12} {r.engine:<26} {build} {r.tokens:>7} {r.run_s:>10.4g} "
-              f"{1 / r.run_s:>10.4g} {tps:>11.4g} {tps / ref[r.kernel]:>9.3g}")
+              f"{1 / r.run_s:>10.4g} {tps:>11.4g} {tps / ref[r.kernel]:>9.3g} {to_decode}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("pairs", nargs="*", metavar="KERNEL.ptx LAUNCH.json",
                    help="launches (default: the dot and vector_add examples)")
     p.add_argument("--config", action="append", choices=["small", "2b"],

@@ -23,9 +23,9 @@ from qgc.runtime.trace import run_trace, tensor_stepper
 
 torch = pytest.importorskip("torch")
 
-#: (kernel, compiler) CI runs (about a minute): a dot product, barriers with
-#: dynamic shared memory, module variables
-COMPACT_IN_CI = {("dot", "nvcc"), ("reverse_dynshared", "nvcc"), ("device_globals", "clang")}
+#: (kernel, compiler) CI runs (under a minute): a dot product, module
+#: variables (the batch test below runs dot's launches of several lengths)
+COMPACT_IN_CI = {("dot", "nvcc"), ("device_globals", "clang")}
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +77,7 @@ def test_qgc_run_engine_compact_prints_the_buffers(tmp_path):
     assert json.loads(proc.stdout)["buffers"][2] == [32]
     stats = json.loads(proc.stderr.strip().splitlines()[-1])
     assert stats["engine"] == "compact" and stats["tokens"] > 0 and stats["heads"] > 0
+    assert stats["verified"] is False      # the base layers did not run
 
 
 def _dot_launch(a: list[int], b: list[int], n: int | None = None):
@@ -132,7 +133,7 @@ def test_qgc_run_takes_a_batch_and_verifies_it(tmp_path):
     assert [json.loads(line) and json.loads(line)["buffers"][2] for line in lines[:2]] == [[32], [8]]
     assert lines[2] == "null" and "c.json: trap: out-of-bounds" in proc.stderr
     stats = json.loads(proc.stderr.strip().splitlines()[-1])
-    assert stats["launches"] == 3 and stats["failed"] == 1
+    assert stats["launches"] == 3 and stats["failed"] == 1 and stats["verified"] is True
     assert stats["verified_tokens"] > 0 and "verify: the stock model (float32)" in proc.stderr
 
 

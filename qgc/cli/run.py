@@ -288,9 +288,10 @@ def _triton_device() -> str:
 def _compact_stats(args: argparse.Namespace, plan, stepper, tokens: int,
                    seconds: float) -> dict:
     nbytes = getattr(stepper, "nbytes", None)
+    # without --verify the base layers did not run: nothing bounds their effect
     return {"backend": args.backend or "numba", "layers": len(plan.layers), "heads": plan.heads,
             "weights": plan.weights, **({"memory_bytes": nbytes} if nbytes else {}),
-            "tokens_per_second": round(tokens / seconds, 1)}
+            "tokens_per_second": round(tokens / seconds, 1), "verified": bool(args.verify)}
 
 
 def _verify(args: argparse.Namespace, compiled, vocab, results) -> dict:
