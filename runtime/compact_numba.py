@@ -28,7 +28,8 @@ except ImportError:          # the torch form runs without it
 
 #: the fields of a layer's row of `Packed.layers` (ints)
 (HEADS, DK, DV, CONV_IDENTITY, DECAYS, QKV, Z, B, A, OUT, GATE, UP, DOWN, NORM_IN, NORM_POST,
- CONV, DECAY, DT_BIAS, HEAD_NORM, STATE, WINDOW, TAPS, NEURONS, FIELDS) = range(24)
+ CONV, DECAY, DT_BIAS, HEAD_NORM, STATE, WINDOW, TAPS, NEURONS, READ_IN, READ_POST,
+ FIELDS) = range(26)
 #: the projections' order in a layer's row
 MATRICES = ("qkv", "z", "b", "a", "out", "gate", "up", "down")
 
@@ -46,6 +47,8 @@ class Packed:
         self.matrix_rows: list[int] = [0]       # matrix m's rows: matrix_rows[m]..[m + 1]
         self.floats: list[np.ndarray] = []
         self.float_size = 0
+        self.reads: list[np.ndarray] = []       # READ_*: coordinates a norm's output is read at
+        self.read_size = 0
         self.state_size = self.window_size = 0
         self.work_size = 0                        # floats of one launch's layer vectors
         self.layers = np.array([self._layer(layer) for layer in plan.layers],
@@ -56,12 +59,14 @@ class Packed:
         self.value_a = _joined(self.value, np.float32)
         self.matrix_rows_a = np.array(self.matrix_rows, dtype=np.int64)
         self.floats_a = _joined(self.floats, np.float32)
+        self.reads_a = _joined(self.reads, np.int64)
 
     @property
     def nbytes(self) -> int:
         """Bytes the packed weights take (without the states)."""
         return sum(a.nbytes for a in (self.layers, self.row_of_a, self.starts_a, self.index_a,
-                                      self.value_a, self.matrix_rows_a, self.floats_a))
+                                      self.value_a, self.matrix_rows_a, self.floats_a,
+                                      self.reads_a))
 
     def _matrix(self, block: Block, scatter: bool) -> int:
         """Append `block` as CSR rows, each row's entries in column order;
@@ -82,6 +87,15 @@ class Packed:
         self.float_size += t.numel()
         return at
 
+    def _read(self, blocks: list[Block]) -> int:
+        """Append the columns `blocks` read, sorted, with their count first;
+        where they start."""
+        cols = np.unique(np.concatenate([b.cols.numpy() for b in blocks] + [np.zeros(0, int)]))
+        at = self.read_size
+        self.reads.append(np.concatenate([[len(cols)], cols]))
+        self.read_size += 1 + len(cols)
+        return at
+
     def _layer(self, layer: CompactLayer) -> list[int]:
         row = [0] * FIELDS
         n = len(layer.heads)
@@ -95,6 +109,9 @@ class Packed:
         row[DECAY], row[DT_BIAS] = self._floats(layer.decay), self._floats(layer.dt_bias)
         row[HEAD_NORM] = self._floats(layer.head_norm)
         row[NEURONS] = len(layer.gate.rows)
+        # a norm's output is read only where its projections have columns
+        row[READ_IN] = self._read([layer.qkv, layer.z, layer.b, layer.a] if n else [])
+        row[READ_POST] = self._read([layer.gate, layer.up])
         row[STATE], row[WINDOW] = self.state_size, self.window_size
         hidden = len(layer.norm_in)
         self.work_size = max(self.work_size, hidden + n * (2 * layer.dk + 3 * layer.dv + 2)
@@ -154,7 +171,7 @@ class NumbaStepper:
         _embed(self.rows, np.asarray(ids, np.int64), h)
         live = np.ones(self.batch, np.bool_) if active is None else active
         _step(h, live, p.layers, p.row_of_a, p.starts_a, p.index_a, p.value_a,
-              p.matrix_rows_a, p.floats_a, self.state, self.window, self.work,
+              p.matrix_rows_a, p.floats_a, p.reads_a, self.state, self.window, self.work,
               np.float32(self.plan.eps))
         # the readout's choice in numpy's BLAS (numba's matmul needs scipy)
         np.take(h, self.code, axis=0, out=self.h_code)
@@ -224,9 +241,9 @@ def _sum_squares(x, b, part):
 
 
 @_jit
-def _rms(x, weight, eps, out):
-    """Qwen3.5's RMSNorm of each column of `x` (coordinates × launches)
-    into `out`; the squares summed in eight interleaved partial sums."""
+def _inverse_rms(x, eps):
+    """1 / √(mean of squares + ε) of each column of `x` (coordinates ×
+    launches); the squares summed in eight interleaved partial sums."""
     n, batch = x.shape
     part = np.zeros((8, batch), np.float32)
     if batch == 1:
@@ -239,14 +256,36 @@ def _rms(x, weight, eps, out):
     for i in range(n - n % 8, n):
         for b in range(batch):
             part[i & 7, b] += x[i, b] * x[i, b]
+    scale = np.empty(batch, np.float32)
     for b in range(batch):
         s = ((part[0, b] + part[1, b]) + (part[2, b] + part[3, b])) + \
             ((part[4, b] + part[5, b]) + (part[6, b] + part[7, b]))
-        part[0, b] = np.float32(1.0) / np.sqrt(s / np.float32(n) + eps)
-    for i in range(n):
-        for b in range(batch):
-            out[i, b] = x[i, b] * part[0, b] * weight[i]
+        scale[b] = np.float32(1.0) / np.sqrt(s / np.float32(n) + eps)
+    return scale
+
+
+@_jit
+def _rms(x, weight, eps, out):
+    """Qwen3.5's RMSNorm of each column of `x` into `out`."""
+    scale = _inverse_rms(x, eps)
+    for i in range(x.shape[0]):
+        for b in range(x.shape[1]):
+            out[i, b] = x[i, b] * scale[b] * weight[i]
     return out
+
+
+@_jit
+def _rms_at(x, weight, eps, out, reads, at):
+    """`_rms` written only at the coordinates reads[at + 1 : at + 1 +
+    reads[at]] (the ones the layer's projections read); none when there are
+    none."""
+    count = reads[at]
+    if count == 0:
+        return
+    scale = _inverse_rms(x, eps)
+    for i in reads[at + 1:at + 1 + count]:
+        for b in range(x.shape[1]):
+            out[i, b] = x[i, b] * scale[b] * weight[i]
 
 
 @_jit
@@ -362,8 +401,8 @@ def _scratch(work, rows, batch):
 
 
 @_jit
-def _step(h, active, layers, row_of, starts, index, value, matrix_rows, floats, state, window,
-          work, eps):
+def _step(h, active, layers, row_of, starts, index, value, matrix_rows, floats, reads, state,
+          window, work, eps):
     """Every layer on the residuals `h` (coordinates × launches), in place;
     the layers' intermediate vectors live in `work` (allocating them per
     token costs more than computing them)."""
@@ -371,7 +410,7 @@ def _step(h, active, layers, row_of, starts, index, value, matrix_rows, floats, 
     for li in range(layers.shape[0]):
         L = layers[li]
         x, rest = _scratch(work, hidden, batch)
-        _rms(h, floats[L[NORM_IN]:L[NORM_IN] + hidden], eps, x)
+        _rms_at(h, floats[L[NORM_IN]:L[NORM_IN] + hidden], eps, x, reads, L[READ_IN])
         n, dk, dv = L[HEADS], L[DK], L[DV]
         if n > 0:
             mixed, rest = _scratch(rest, n * (2 * dk + dv), batch)
@@ -396,7 +435,7 @@ def _step(h, active, layers, row_of, starts, index, value, matrix_rows, floats, 
                     _head(L, hd, n, mixed, b, beta[hd, b], a[hd, b], z, o_all, S, floats, eps,
                           delta, o)
             _matvec(L[OUT], o_all, h, True, row_of, starts, index, value, matrix_rows)
-        _rms(h, floats[L[NORM_POST]:L[NORM_POST] + hidden], eps, x)
+        _rms_at(h, floats[L[NORM_POST]:L[NORM_POST] + hidden], eps, x, reads, L[READ_POST])
         neurons = L[NEURONS]
         if neurons > 0:
             gate, rest = _scratch(rest, neurons, batch)
