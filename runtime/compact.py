@@ -240,13 +240,20 @@ class CompactStepper:
 
     @torch.no_grad()
     def __call__(self, token: P.Token) -> P.Token | None:
-        h = self.plan.rows[self.plan.vocab.id_of(token)].clone()
+        h = self.residual(self.plan.vocab.id_of(token))
+        scores = self.plan.codes @ h[self.plan.code]
+        return self.plan.vocab.token(int(scores.argmax()))
+
+    @torch.no_grad()
+    def residual(self, token_id: int) -> torch.Tensor:
+        """The residual after every layer on GPU token `token_id` (the states
+        move on)."""
+        h = self.plan.rows[token_id].clone()
         for index, layer in enumerate(self.plan.layers):
             h = self._mixer(index, layer, h, rms_norm(h, layer.norm_in, self.plan.eps))
             x = rms_norm(h, layer.norm_post, self.plan.eps)
             h = layer.down.add_to(h, torch.nn.functional.silu(layer.gate(x)) * layer.up(x))
-        scores = self.plan.codes @ h[self.plan.code]
-        return self.plan.vocab.token(int(scores.argmax()))
+        return h
 
     def prefill(self, tokens: Sequence[P.Token]) -> None:
         for token in tokens:

@@ -142,9 +142,9 @@ class NumbaStepper:
         if numba is None:
             raise ImportError("numba is not installed: use the torch backend")
         self.plan, self.packed, self.batch = plan, packed(plan), batch
-        self.rows = plan.rows.numpy().astype(np.float32)
+        # the plan's float32 tensors, shared (the rows are most of the memory)
+        self.rows, self.codes = plan.rows.numpy(), plan.codes.numpy()
         self.code = np.array(plan.code, dtype=np.int64)
-        self.codes = plan.codes.numpy().astype(np.float32)
         self.state = np.zeros((batch, self.packed.state_size), np.float32)
         self.window = np.zeros((self.packed.window_size, batch), np.float32)
         # the layers' vectors for each launch, then two of a head's (at the end)
@@ -166,24 +166,29 @@ class NumbaStepper:
     def step(self, ids: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         """The next GPU token id of each launch after its token `ids[b]`
         (launches not `active` are left as they are; their answer is noise)."""
+        self._feed(ids, active)
+        # the readout's choice in numpy's BLAS (numba's matmul needs scipy)
+        np.take(self.h, self.code, axis=0, out=self.h_code)
+        return np.argmax(np.matmul(self.codes, self.h_code, out=self.scores), axis=0)
+
+    def _feed(self, ids: np.ndarray, active: np.ndarray | None = None) -> None:
+        """Every layer on the tokens `ids`, one a launch: `self.h` is the
+        residual after them."""
         p = self.packed
-        h = self.h
-        _embed(self.rows, np.asarray(ids, np.int64), h)
+        _embed(self.rows, np.asarray(ids, np.int64), self.h)
         live = np.ones(self.batch, np.bool_) if active is None else active
-        _step(h, live, p.layers, p.row_of_a, p.starts_a, p.index_a, p.value_a,
+        _step(self.h, live, p.layers, p.row_of_a, p.starts_a, p.index_a, p.value_a,
               p.matrix_rows_a, p.floats_a, p.reads_a, self.state, self.window, self.work,
               np.float32(self.plan.eps))
-        # the readout's choice in numpy's BLAS (numba's matmul needs scipy)
-        np.take(h, self.code, axis=0, out=self.h_code)
-        return np.argmax(np.matmul(self.codes, self.h_code, out=self.scores), axis=0)
 
     def __call__(self, token: P.Token) -> P.Token | None:
         ids = np.array([self.plan.vocab.id_of(token)])
         return self.plan.vocab.token(int(self.step(ids)[0]))
 
     def prefill(self, tokens: Sequence[P.Token]) -> None:
+        """The prompt's tokens, without the readout (nothing reads its choice)."""
         for token in tokens:
-            self(token)
+            self._feed(np.array([self.plan.vocab.id_of(token)]))
 
 
 def _jit(fn):
@@ -222,7 +227,7 @@ def _matvec(m, x, out, accumulate, row_of, starts, index, value, matrix_rows):
 
 
 @_jit
-def _sum_squares(x, b, part):
+def _partial_squares(x, b, part):
     """Σ x[:, b]², as eight interleaved partial sums (as a vector unit adds:
     one running sum is a chain of dependent adds) into part[:, b]."""
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = np.float32(0.0)
@@ -247,7 +252,7 @@ def _inverse_rms(x, eps):
     n, batch = x.shape
     part = np.zeros((8, batch), np.float32)
     if batch == 1:
-        _sum_squares(x, 0, part)
+        _partial_squares(x, 0, part)
     else:                                # row by row: the launches are contiguous
         for i in range(n - n % 8):
             k = i & 7
@@ -338,7 +343,8 @@ def _conv(mixed, conv, taps, window, w0):
 
 
 @_jit
-def _sum_of_squares(x, start, length, b):
+def _squares(x, start, length, b):
+    """Σ x[start:start + length, b]², one running sum."""
     s = np.float32(0.0)
     for i in range(start, start + length):
         s += x[i, b] * x[i, b]
@@ -352,7 +358,7 @@ def _head(L, hd, n, mixed, b, beta_in, a_in, z, o_all, S, floats, eps, delta, o)
     `o` (dv × 1) are scratch."""
     dk, dv = L[DK], L[DV]
     q0, k0, v0 = hd * dk, n * dk + hd * dk, 2 * n * dk + hd * dv
-    q_squares, k_squares = _sum_of_squares(mixed, q0, dk, b), _sum_of_squares(mixed, k0, dk, b)
+    q_squares, k_squares = _squares(mixed, q0, dk, b), _squares(mixed, k0, dk, b)
     if q_squares == 0 and k_squares == 0 and not L[DECAYS]:
         return      # q = k = 0 (most heads on most tokens): S stays, the output is 0
     # torch's l2norm: x / √(Σ x² + 1e-6)
@@ -392,11 +398,13 @@ def _head(L, hd, n, mixed, b, beta_in, a_in, z, o_all, S, floats, eps, delta, o)
 
 
 @_jit
-def _scratch(work, rows, batch):
-    """A zeroed (rows × batch) view of the workspace `work`, and the rest."""
+def _scratch(work, rows, batch, zeroed=True):
+    """A (rows × batch) view of the workspace `work`, zeroed (where what
+    writes it writes only some rows), and the rest."""
     size = rows * batch
     view = work[:size]
-    view[:] = 0
+    if zeroed:
+        view[:] = 0
     return view.reshape(rows, batch), work[size:]
 
 
@@ -409,7 +417,8 @@ def _step(h, active, layers, row_of, starts, index, value, matrix_rows, floats, 
     hidden, batch = h.shape
     for li in range(layers.shape[0]):
         L = layers[li]
-        x, rest = _scratch(work, hidden, batch)
+        # the norms write x where the projections read it, and they read nothing else
+        x, rest = _scratch(work, hidden, batch, zeroed=False)
         _rms_at(h, floats[L[NORM_IN]:L[NORM_IN] + hidden], eps, x, reads, L[READ_IN])
         n, dk, dv = L[HEADS], L[DK], L[DV]
         if n > 0:

@@ -356,32 +356,29 @@ def run_traces(kernel: simt.KernelOp, vocab: P.Vocabulary, launches: Sequence[La
     hosts = [host_loop(kernel, vocab, launch, max_steps) for launch in launches]
     results: list[TraceResult | Exception | None] = [None] * len(hosts)
     queues: list[deque[P.Token]] = [deque() for _ in hosts]   # what each row feeds next
-    named: list[P.Token | None] = [None] * len(hosts)   # each row's last named, unfed
 
-    def answer(row: int, token: P.Token | None) -> None:
-        """Hand the host its machine's token (None: start) and queue what it asks."""
+    def answer(row: int, named: P.Token | None) -> None:
+        """Hand the host the token its machine named (None: start) and queue
+        what it asks: that token is fed first, then any host tokens."""
         try:
-            request = next(hosts[row]) if token is None else hosts[row].send(token)
+            request = next(hosts[row]) if named is None else hosts[row].send(named)
         except StopIteration as finished:
             results[row] = finished.value
             return
         except (Trap, LaunchError) as err:
             results[row] = err
             return
-        unfed = [named[row]] if named[row] is not None else []
-        queues[row] = deque(unfed + request if request else unfed)
-        named[row] = None
+        queues[row] = deque(([named] if named is not None else []) + request)
 
     for row in range(len(hosts)):
         answer(row, None)
     ids = np.zeros(len(hosts), np.int64)
-    while not all(r is not None for r in results):
+    while any(r is None for r in results):
         active = np.array([r is None for r in results])
         for row in np.flatnonzero(active):
             ids[row] = vocab.id_of(queues[row].popleft())
         next_ids = stepper.step(ids, active)
         for row in np.flatnonzero(active):
             if not queues[row]:          # its last token is fed: the machine's answer
-                named[row] = vocab.token(int(next_ids[row]))
-                answer(row, named[row])
+                answer(row, vocab.token(int(next_ids[row])))
     return results  # type: ignore[return-value]

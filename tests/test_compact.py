@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from made_up_plans import STREAMS, made_up_plan, torch_residuals
 from test_model_kernels import cases
 
 from conftest import EXAMPLES, REPO, small_base_config
@@ -80,11 +81,16 @@ def test_qgc_run_engine_compact_prints_the_buffers(tmp_path):
     assert stats["verified"] is False      # the base layers did not run
 
 
+def _dot(a: list[int], b: list[int], n: int | None = None) -> dict:
+    """A launch of examples/dot (its JSON): a · b over n elements (all of a)."""
+    return {"kernel": "dot", "grid": [1, 1, 1], "block": [4, 1, 1], "args": [
+        {"type": "s32*", "data": a}, {"type": "s32*", "data": b},
+        {"type": "s32*", "data": [0]}, {"type": "s32", "value": n or len(a)}]}
+
+
 def _dot_launch(a: list[int], b: list[int], n: int | None = None):
     from qgc.runtime.launch import load_launch
-    return load_launch({"kernel": "dot", "grid": [1, 1, 1], "block": [4, 1, 1], "args": [
-        {"type": "s32*", "data": a}, {"type": "s32*", "data": b},
-        {"type": "s32*", "data": [0]}, {"type": "s32", "value": n or len(a)}]})
+    return load_launch(_dot(a, b, n))
 
 
 def test_a_batch_gives_each_launch_its_own_trace(configs):
@@ -111,9 +117,7 @@ def test_a_batch_gives_each_launch_its_own_trace(configs):
 
 def _launch_file(tmp_path, name: str, a: list[int], b: list[int], n: int | None = None) -> str:
     path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps({"kernel": "dot", "grid": [1, 1, 1], "block": [4, 1, 1], "args": [
-        {"type": "s32*", "data": a}, {"type": "s32*", "data": b},
-        {"type": "s32*", "data": [0]}, {"type": "s32", "value": n or len(a)}]}))
+    path.write_text(json.dumps(_dot(a, b, n)))
     return str(path)
 
 
@@ -130,7 +134,7 @@ def test_qgc_run_takes_a_batch_and_verifies_it(tmp_path):
                           capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    assert [json.loads(line) and json.loads(line)["buffers"][2] for line in lines[:2]] == [[32], [8]]
+    assert [json.loads(line)["buffers"][2] for line in lines[:2]] == [[32], [8]]
     assert lines[2] == "null" and "c.json: trap: out-of-bounds" in proc.stderr
     stats = json.loads(proc.stderr.strip().splitlines()[-1])
     assert stats["launches"] == 3 and stats["failed"] == 1 and stats["verified"] is True
@@ -143,3 +147,18 @@ def test_a_batch_is_the_compact_engines(tmp_path):
                            "--launch", a, "--launch", a, "--engine", "simt"],
                           capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 2 and "runs on --engine compact" in proc.stderr
+
+
+@pytest.mark.parametrize("convolution", [True, False], ids=["convolution", "identity"])
+def test_numba_gives_the_torch_residuals_on_a_made_up_plan(convolution):
+    """What compiled layers lack (convolution taps, a decay; hidden 48):
+    three launches with their own tokens in one numba batch, against the
+    torch form's residuals after each token and its next ids."""
+    plan = made_up_plan(convolution)
+    want = torch.stack([torch_residuals(plan, list(s)) for s in STREAMS])   # (row, token, h)
+    stepper = NumbaStepper(plan, batch=len(STREAMS))
+    for t, ids in enumerate(STREAMS.T):
+        named = stepper.step(ids)
+        got = torch.from_numpy(stepper.h.T.copy())
+        assert (got - want[:, t]).abs().max() <= 1e-5 * want.abs().max()
+        assert (named == (want[:, t, plan.code] @ plan.codes.T).argmax(-1).numpy()).all()

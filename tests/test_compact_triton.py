@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from made_up_plans import STREAMS, made_up_plan, torch_residuals
 from test_model_kernels import cases
 
 from conftest import REPO, small_base_config
@@ -34,13 +35,7 @@ torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
 from qgc.runtime import compact_triton  # noqa: E402
-from qgc.runtime.compact import (  # noqa: E402
-    Block,
-    CompactLayer,
-    CompactPlan,
-    CompactStepper,
-    rms_norm,
-)
+from qgc.runtime.compact import CompactPlan  # noqa: E402
 from qgc.runtime.compact_triton import TritonStepper  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -124,74 +119,12 @@ def test_batch_rows_name_their_own_traces(compiled):
 
 
 # ------------------------------------------------------ made-up plans
-def _block(rng, rows: int, cols: int, density: float = 0.4) -> Block:
-    """A random sparse block of every one of `rows` from `cols` columns."""
-    r, c = np.nonzero(rng.random((rows, cols)) < density)
-    return Block.of(((r, c), rng.normal(size=len(r)).astype(np.float32)), np.arange(rows))
-
-
-def _scatter(rng, rows: int, cols: int) -> Block:
-    """A random projection into `rows` of h from `cols` values (out, down)."""
-    r, c = np.nonzero(rng.random((rows, cols)) < 0.3)
-    return Block.of(((r, c), (rng.normal(size=len(r)) / 4).astype(np.float32)))
-
-
-def _vector(rng, size: int, around: float = 1) -> torch.Tensor:
-    return torch.from_numpy((around + rng.normal(size=size) / 4).astype(np.float32))
-
-
-def _made_up_layer(rng, hidden: int, heads: int, conv: bool, decays: bool,
-                   dk: int = 8, dv: int = 16, taps: int = 4, neurons: int = 24) -> CompactLayer:
-    width = heads * (2 * dk + dv)
-    taps_of = torch.zeros(width, taps)
-    taps_of[:, -1] = 1
-    if conv:
-        taps_of = torch.from_numpy(rng.normal(size=(width, taps)).astype(np.float32))
-    return CompactLayer(
-        norm_in=_vector(rng, hidden), norm_post=_vector(rng, hidden), heads=list(range(heads)),
-        qkv=_block(rng, width, hidden), z=_block(rng, heads * dv, hidden),
-        b=_block(rng, heads, hidden), a=_block(rng, heads, hidden if decays else 0),
-        conv=taps_of, conv_identity=not conv,
-        decay=-torch.from_numpy(rng.random(heads).astype(np.float32) + 0.5),
-        dt_bias=_vector(rng, heads, 0), head_norm=_vector(rng, dv), no_decay=not decays,
-        out=_scatter(rng, hidden, heads * dv), gate=_block(rng, neurons, hidden, 0.2),
-        up=_block(rng, neurons, hidden, 0.2), down=_scatter(rng, hidden, neurons), dk=dk, dv=dv)
-
-
-def made_up_plan(convolution: bool, seed: int = 0, hidden: int = 48,
-                 tokens: int = 16) -> CompactPlan:
-    """Four layers (3, 0, 2 and 1 used heads, the first with decay), with
-    or without convolution taps; hidden 48, not a power of two."""
-    rng = np.random.default_rng(seed)
-    layers = [_made_up_layer(rng, hidden, 3, conv=convolution, decays=True),
-              _made_up_layer(rng, hidden, 0, conv=False, decays=False),
-              _made_up_layer(rng, hidden, 2, conv=False, decays=False),
-              _made_up_layer(rng, hidden, 1, conv=convolution, decays=False)]
-    rows = torch.from_numpy(rng.normal(size=(tokens, hidden)).astype(np.float32))
-    code = list(range(12))
-    return CompactPlan(layers, rows, code, rows[:, code].sign(), 1e-6, vocab=None)
-
-
-def torch_residuals(plan: CompactPlan, ids: list[int]) -> torch.Tensor:
-    """h after each of `ids` in `CompactStepper`'s step (its layer loop)."""
-    stepper, out = CompactStepper(plan), []
-    for i in ids:
-        h = plan.rows[i].clone()
-        for index, layer in enumerate(plan.layers):
-            h = stepper._mixer(index, layer, h, rms_norm(h, layer.norm_in, plan.eps))
-            x = rms_norm(h, layer.norm_post, plan.eps)
-            h = layer.down.add_to(h, torch.nn.functional.silu(layer.gate(x)) * layer.up(x))
-        out.append(h)
-    return torch.stack(out)
-
-
 def made_up_error(convolution: bool, device: str = DEVICE) -> float:
     """Three batch rows, each with its own five tokens, on a made-up plan:
     the largest difference from the torch form's residuals (relative to the
     largest of them) after each token; the next ids must be the torch
     form's. With a convolution a token a step, else the five in one pass."""
-    plan = made_up_plan(convolution)
-    streams = np.array([[1, 5, 2, 2, 9], [3, 3, 3, 3, 3], [7, 0, 15, 4, 1]])
+    plan, streams = made_up_plan(convolution), STREAMS
     want = torch.stack([torch_residuals(plan, list(s)) for s in streams])   # (row, token, h)
     stepper = TritonStepper(plan, batch=len(streams), device=device)
     assert stepper.together is not convolution

@@ -53,7 +53,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         "readable torch one, or Triton kernels (--device)")
     c.add_argument("--device", choices=("cpu", "cuda"),
                    help="compact engine, triton backend: where the kernels run (default: "
-                        "cuda if there is one; on the CPU under TRITON_INTERPRET=1)")
+                        "cuda if there is one; on the CPU in Triton's interpreter)")
     c.add_argument("--verify", action="store_true",
                    help="compact engine: then feed each trace to the stock merged model in "
                         "one prefill pass and check every token it names (--dtype)")
@@ -85,7 +85,7 @@ def command(args: argparse.Namespace) -> int:
     args.max_steps = args.max_steps or default_steps
     warp_size = args.warp_size or 4
     if len(launches) > 1:
-        return _batch(args, launches)
+        return _batch(args, launches, step, warp_size)
     (launch,) = launches
     if args.expect:    # a bad expected file is said before the run
         from qgc.runtime.expected import compare, load_expected
@@ -104,7 +104,7 @@ def command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _batch(args: argparse.Namespace, launches) -> int:
+def _batch(args: argparse.Namespace, launches, step: str, warp_size: int) -> int:
     """Repeated --launch: the launches as one batch on the compact engine, a
     result line each in order (a launch that fails: its error on stderr, and
     exit status 1)."""
@@ -113,7 +113,7 @@ def _batch(args: argparse.Namespace, launches) -> int:
         raise QgcError(f"error: a batch of launches (--launch repeated) runs on --engine "
                        f"compact, without --expect; {what} takes one", status=2)
     for launch in launches:
-        check_steps(launch, args.max_steps, STEP_LIMITS["compact"][0], 4)
+        check_steps(launch, args.max_steps, step, warp_size)
     start = time.perf_counter()
     results, stats = run_compact_batch(args, launches)
     seconds = time.perf_counter() - start
@@ -221,13 +221,13 @@ def run_compact(args: argparse.Namespace, launch):
     compiled for the base config as `--engine model` compiles them; with
     --verify, then checked by the stock merged model."""
     from qgc.runtime.trace import run_trace
-    compiled, kernel, vocab, plan, stepper = _compact(args, launch, batch=1)
+    config, compiled, kernel, vocab, plan, stepper = _compact(args, launch, batch=1)
     start = time.perf_counter()
     result = run_trace(kernel, vocab, launch, stepper, args.max_steps)
     seconds = time.perf_counter() - start
     result.stats.update(_compact_stats(args, plan, stepper, result.stats["tokens"], seconds))
     if args.verify:
-        result.stats.update(_verify(args, compiled, vocab, [result]))
+        result.stats.update(_verify(args, config, compiled, vocab, [result]))
     return result
 
 
@@ -235,7 +235,7 @@ def run_compact_batch(args: argparse.Namespace, launches):
     """The launches in lockstep, one batch (`runtime/trace.run_traces`):
     each one's result or error, and the batch's stats."""
     from qgc.runtime.trace import run_traces
-    compiled, kernel, vocab, plan, stepper = _compact(args, launches[-1], len(launches))
+    config, compiled, kernel, vocab, plan, stepper = _compact(args, launches[-1], len(launches))
     start = time.perf_counter()
     results = run_traces(kernel, vocab, launches, stepper, args.max_steps)
     seconds = time.perf_counter() - start
@@ -244,12 +244,12 @@ def run_compact_batch(args: argparse.Namespace, launches):
     stats = {"launches": len(launches), "failed": len(launches) - len(done), "tokens": tokens,
              **_compact_stats(args, plan, stepper, tokens, seconds)}
     if args.verify and done:
-        stats.update(_verify(args, compiled, vocab, done))
+        stats.update(_verify(args, config, compiled, vocab, done))
     return results, stats
 
 
 def _compact(args: argparse.Namespace, launch, batch: int):
-    """(layers, host kernel, vocabulary, plan, stepper) of the compact engine:
+    """(base config, layers, host kernel, vocabulary, plan, stepper) of the compact engine:
     one compile (sized to `launch`; a batch takes the memory of its last)."""
     import torch
 
@@ -260,7 +260,7 @@ def _compact(args: argparse.Namespace, launch, batch: int):
     compiled, kernel, _, vocab = compile_with_host(args.input, config, launch)
     plan = CompactPlan.of(compiled, config)
     torch.set_num_threads(1)    # one token's ops are small: threads only wait on each other
-    return compiled, kernel, vocab, plan, _compact_stepper(args, plan, batch)
+    return config, compiled, kernel, vocab, plan, _compact_stepper(args, plan, batch)
 
 
 def _compact_stepper(args: argparse.Namespace, plan, batch: int):
@@ -278,11 +278,10 @@ def _compact_stepper(args: argparse.Namespace, plan, batch: int):
 
 
 def _triton_device() -> str:
+    """CUDA where there is one; else the CPU, where the stepper runs its kernels
+    in Triton's interpreter."""
     import torch
-    if torch.cuda.is_available():
-        return "cuda"
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-    return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _compact_stats(args: argparse.Namespace, plan, stepper, tokens: int,
@@ -294,16 +293,15 @@ def _compact_stats(args: argparse.Namespace, plan, stepper, tokens: int,
             "tokens_per_second": round(tokens / seconds, 1), "verified": bool(args.verify)}
 
 
-def _verify(args: argparse.Namespace, compiled, vocab, results) -> dict:
+def _verify(args: argparse.Namespace, config, compiled, vocab, results) -> dict:
     """--verify: each trace through the stock merged model (base layers and
     all) in one prefill pass, every token the compact engine named checked
     against the model's argmax (a trap names the first that differs)."""
     import torch
 
-    from qgc.runtime.model import load_base, load_text_config
+    from qgc.runtime.model import load_base
     from qgc.runtime.model_engine import layers_model, replay_check
     dtype = getattr(torch, args.dtype or "float32")
-    config = load_text_config(args.base or args.base_config)
     start = time.perf_counter()
     base = load_base(args.base, config, dtype=dtype)
     model = layers_model(compiled, base, dtype)
