@@ -20,9 +20,13 @@ model's own cache: the greedy continuation is the trace.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from bisect import bisect_right
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -229,21 +233,33 @@ class GenerateMachine:
 
 @torch.no_grad()
 def replay_check(model, vocab: P.Vocabulary, base_vocab: int, tokens: Sequence[P.Token],
-                 predicted: Sequence[bool], window: int = 2048,
-                 chunk: int = 128) -> dict[str, int]:
+                 predicted: Sequence[bool], window: int = 2048, chunk: int = 128,
+                 layers_per_pass: int | None = None,
+                 checkpoint: Path | None = None) -> dict[str, int]:
     """The recorded stream through the model as a prefill in windows of
     `window` tokens, the model's cache carried between them (the chunked
     DeltaNet kernels within a window, its recurrent and conv state across):
     at every token the machine named, the model's argmax over the whole
     vocabulary must be that token; else a trap naming the position. The
     windows bound the activations: a 12,000-token stream in one pass held
-    about 20 GB."""
+    about 20 GB.
+
+    `layers_per_pass`: the stream goes through that many layers at a time,
+    every window, before the next layers (`replay_by_layers`): the same
+    operations on the same operands, so the same bits, but a model whose
+    weights are paged from files is read once instead of once a window;
+    `checkpoint` (a directory) keeps the progress after each pass, and a
+    replay of the same stream through the same model resumes from it."""
+    ids = torch.tensor([[base_vocab + vocab.id_of(t) for t in tokens]])
+    checked = [i for i in range(1, len(tokens)) if predicted[i]]
+    if layers_per_pass or checkpoint:
+        hidden = replay_by_layers(model, ids, window, layers_per_pass or 8, checkpoint)
+        _check_named(model, vocab, base_vocab, tokens, ids, hidden, 0, checked, chunk)
+        return {"tokens": len(tokens), "checked": len(checked)}
     from transformers import DynamicCache
 
     from qgc.progress import progress
-    ids = torch.tensor([[base_vocab + vocab.id_of(t) for t in tokens]])
     cache = DynamicCache(config=model.config)
-    checked = [i for i in range(1, len(tokens)) if predicted[i]]
     with progress(desc="replay", total=len(tokens), unit="token") as bar:
         for start in range(0, len(tokens), window):
             end = min(start + window, len(tokens))
@@ -255,6 +271,88 @@ def replay_check(model, vocab: P.Vocabulary, base_vocab: int, tokens: Sequence[P
             _check_named(model, vocab, base_vocab, tokens, ids, hidden, start, named, chunk)
             bar.update(end - start)
     return {"tokens": len(tokens), "checked": len(checked)}
+
+
+@torch.no_grad()
+def replay_by_layers(model, ids: torch.Tensor, window: int, layers_per_pass: int,
+                     checkpoint: Path | None = None) -> torch.Tensor:
+    """The final hidden states of the stream `ids` (1×T), computed a pass of
+    `layers_per_pass` layers at a time over every `window`-token window, by
+    the model's own forward on those layers alone (`_only_layers`) with one
+    cache for the whole stream: each layer sees the operands it sees in a
+    window-by-window forward, so the result is that forward's bit for bit
+    (a test holds them equal)."""
+    from transformers import DynamicCache
+
+    from qgc.progress import progress
+    inner, total, length = model.model, model.config.num_hidden_layers, ids.shape[1]
+    key = _replay_key(model, ids, window, layers_per_pass)
+    done, hidden = _resume(checkpoint, key)
+    cache = DynamicCache(config=model.config)
+    with progress(desc="replay", total=total, unit="layer") as bar:
+        bar.update(done)
+        while done < total:
+            upto = min(done + layers_per_pass, total)
+            out = torch.empty(1, length, model.config.hidden_size, dtype=model.dtype)
+            with _only_layers(inner, done, upto, final=upto == total):
+                for start in range(0, length, window):
+                    end = min(start + window, length)
+                    fed = dict(input_ids=ids[:, start:end]) if hidden is None else \
+                        dict(inputs_embeds=hidden[:, start:end])
+                    out[:, start:end] = inner(cache=cache, use_cache=True,
+                                              position_ids=torch.arange(start, end)[None],
+                                              **fed).last_hidden_state
+            bar.update(upto - done)
+            done, hidden = upto, out
+            _save(checkpoint, key, done, hidden)
+    return hidden[0]
+
+
+@contextmanager
+def _only_layers(inner, first: int, end: int, final: bool):
+    """The text model with layers first..end-1 alone (their layer types for
+    the masks), the final norm only in the pass that ends the model."""
+    saved = inner.layers, inner.config.layer_types, inner.norm
+    inner.layers = torch.nn.ModuleList(list(saved[0][first:end]))
+    inner.config.layer_types = saved[1][first:end]
+    if not final:
+        inner.norm = torch.nn.Identity()
+    try:
+        yield
+    finally:
+        inner.layers, inner.config.layer_types, inner.norm = saved
+
+
+def _replay_key(model, ids: torch.Tensor, window: int, layers_per_pass: int) -> str:
+    """What a checkpoint must match: the stream, the windows and passes, the
+    dtype, and the weights (a sparse sample of every tensor: reading them all
+    would cost what a pass over a paged model costs)."""
+    digest = hashlib.sha256(ids.numpy().tobytes())
+    digest.update(f"{window} {layers_per_pass} {model.dtype}".encode())
+    for name, tensor in model.state_dict().items():
+        sample = tensor.reshape(-1)[::65537].float().numpy().tobytes()
+        digest.update(name.encode() + str(tuple(tensor.shape)).encode() + sample)
+    return digest.hexdigest()
+
+
+def _resume(checkpoint: Path | None, key: str) -> tuple[int, torch.Tensor | None]:
+    """The layers done and the hidden states after them, from a checkpoint of
+    this replay; else none."""
+    path = checkpoint and Path(checkpoint) / "replay.pt"
+    if not path or not path.exists():
+        return 0, None
+    saved = torch.load(path, weights_only=True)
+    return (saved["done"], saved["hidden"]) if saved["key"] == key else (0, None)
+
+
+def _save(checkpoint: Path | None, key: str, done: int, hidden: torch.Tensor) -> None:
+    """The progress, written whole or not at all (a rename)."""
+    if checkpoint is None:
+        return
+    path = Path(checkpoint)
+    path.mkdir(parents=True, exist_ok=True)
+    torch.save({"key": key, "done": done, "hidden": hidden}, path / "replay.pt.part")
+    os.replace(path / "replay.pt.part", path / "replay.pt")
 
 
 def _check_named(model, vocab: P.Vocabulary, base_vocab: int, tokens: Sequence[P.Token],

@@ -226,3 +226,53 @@ def test_the_replay_in_windows(machines, base_config):
     changed = tokens[:at] + [tokens[at - 1]] + tokens[at + 1:]
     with pytest.raises(Trap, match=rf"^trap: replay: at token {at} the model names "):
         replay_check(model, vocab, SMALL_VOCAB, changed, predicted, window=16)
+
+
+def test_the_replay_by_layers_is_the_windowed_forward_bit_for_bit(machines, base_config,
+                                                                  tmp_path):
+    """`replay_by_layers` (a few layers at a time over every window) gives the
+    window-by-window forward's final hidden states bit for bit; with a
+    checkpoint, a replay stopped after its first pass resumes there and ends
+    with the same bits, and `replay_check` by layers traps where the windowed
+    replay does."""
+    from transformers import DynamicCache
+
+    from qgc.runtime.memory import Trap
+    from qgc.runtime.model import load_base, load_text_config
+    from qgc.runtime.model_engine import (
+        CompiledMachine,
+        build_model,
+        replay_by_layers,
+        replay_check,
+    )
+    compiled, vocab, kernel = machines("dot", ".ptx")
+    launch = load_launch(EXAMPLES / "dot" / "launch.json")
+    ideal = run_trace(kernel, vocab, launch, tensor_stepper(compiled.program, vocab))
+    base = load_base(None, load_text_config(base_config))
+    model = build_model(CompiledMachine(compiled, vocab), base, torch.float32)
+    tokens, predicted = list(ideal.tokens), ideal.predicted
+    ids = torch.tensor([[SMALL_VOCAB + vocab.id_of(t) for t in tokens]])
+    cache, windows = DynamicCache(config=model.config), []
+    with torch.no_grad():
+        for start in range(0, ids.shape[1], 16):
+            end = min(start + 16, ids.shape[1])
+            windows.append(model.model(input_ids=ids[:, start:end], cache=cache, use_cache=True,
+                                       position_ids=torch.arange(start, end)[None]
+                                       ).last_hidden_state[0])
+    windowed = torch.cat(windows)
+    assert torch.equal(replay_by_layers(model, ids, 16, 3), windowed)
+
+    second = model.model.layers[3]      # the second pass's first layer
+    forward = second.forward
+    second.forward = lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt)
+    with pytest.raises(KeyboardInterrupt):
+        replay_by_layers(model, ids, 16, 3, tmp_path)
+    second.forward = forward
+    assert torch.load(tmp_path / "replay.pt")["done"] == 3
+    assert torch.equal(replay_by_layers(model, ids, 16, 3, tmp_path), windowed)
+
+    at = max(i for i, p in enumerate(predicted)
+             if p and tokens[i - 1].spelled() != tokens[i].spelled())
+    changed = tokens[:at] + [tokens[at - 1]] + tokens[at + 1:]
+    with pytest.raises(Trap, match=rf"^trap: replay: at token {at} the model names "):
+        replay_check(model, vocab, SMALL_VOCAB, changed, predicted, window=16, layers_per_pass=2)

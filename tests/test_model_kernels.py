@@ -29,6 +29,7 @@ import gc
 import json
 import math
 import os
+import pickle
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -75,6 +76,13 @@ IN_MEMORY_BYTES = int(float(os.environ.get("QGC_TEST_IN_MEMORY_GB", "8")) * (1 <
 #: comma-separated: one of them to finish what an earlier run left; the
 #: bfloat16 model is the float32 one cast either way); other kernels: float32
 REPLAY_DTYPES = os.environ.get("QGC_TEST_REPLAY_DTYPES", "float32,bfloat16").split(",")
+#: a file-backed model is replayed 8 layers at a time over the whole stream
+#: (read once, not once a window: hours less for fastmath_f); under
+#: `QGC_TEST_REPLAY_CHECKPOINTS` (a directory) each kernel's trace and replay
+#: progress are kept there, and a run stopped part way resumes (fastmath_f's
+#: float32 replay takes about three hours of one core)
+LAYERS_PER_PASS = 8
+CHECKPOINTS = os.environ.get("QGC_TEST_REPLAY_CHECKPOINTS")
 
 
 @pytest.fixture(scope="module")
@@ -207,6 +215,19 @@ def cast_to_files(model, dtype, directory: Path):
     return model.to(dtype)          # the buffers
 
 
+def kept_trace(directory: Path | None, trace):
+    """`trace()`, or the result an earlier run kept in `directory`."""
+    if directory is None:
+        return trace()
+    path = directory / "trace.pkl"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    result = trace()
+    directory.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(result))
+    return result
+
+
 def run_case(case: Case, config, decode: bool, scratch: Path,
              timings: dict | None = None) -> None:
     """Compile `case` for `config`, record its launch on the ideal engine,
@@ -224,7 +245,9 @@ def run_case(case: Case, config, decode: bool, scratch: Path,
     file_backed = weight_bytes > IN_MEMORY_BYTES
     if file_backed:
         back_with_files(machine, scratch)
-    ideal = run_trace(kernel, vocab, case.launch, tensor_stepper(program, vocab))
+    kept = Path(CHECKPOINTS) / f"{case.name}-{case.compiler}" if CHECKPOINTS else None
+    ideal = kept_trace(kept, lambda: run_trace(kernel, vocab, case.launch,
+                                               tensor_stepper(program, vocab)))
     case.check(ideal.buffers)
     traced = time.perf_counter()
     model, base_vocab = merged_model(machine, None, config, torch.float32)
@@ -234,15 +257,20 @@ def run_case(case: Case, config, decode: bool, scratch: Path,
     named = sum(ideal.predicted[1:])
     assert named > 0
     replays = {}
+
+    def replay(model, dtype: str) -> dict:
+        by_layers = dict(layers_per_pass=LAYERS_PER_PASS,
+                         checkpoint=kept and kept / dtype) if file_backed else {}
+        return replay_check(model, vocab, base_vocab, ideal.tokens, ideal.predicted,
+                            **by_layers)
+
     if not case.is_float or "float32" in REPLAY_DTYPES:
-        replays["float32"] = replay_check(model, vocab, base_vocab, ideal.tokens,
-                                          ideal.predicted)
+        replays["float32"] = replay(model, "float32")
     if case.is_float and "bfloat16" in REPLAY_DTYPES:
         # f32 kernels: the same stream through the model in bfloat16 as well
         model = cast_to_files(model, torch.bfloat16, scratch) if file_backed else \
             model.to(torch.bfloat16)
-        replays["bfloat16"] = replay_check(model, vocab, base_vocab, ideal.tokens,
-                                           ideal.predicted)
+        replays["bfloat16"] = replay(model, "bfloat16")
     assert replays and all(r["checked"] == named for r in replays.values())
     replayed = time.perf_counter()
     if decode:
