@@ -124,6 +124,24 @@ def built_model(model_dir: str, path: str, launch, dtype=None):
     layers by kind: `layer_counts`) of a checkpoint `qgc build` wrote, for
     the kernel at `path`. It runs in its own dtype unless `dtype` is given;
     which, is said on stderr."""
+    info, kernel, program, vocab = _built_host(model_dir, path, launch)
+    model, info, _ = load_checkpoint(model_dir, dtype)
+    say_dtype(model_dir, model, info, dtype)
+    return model, kernel, program, vocab, info["base_vocab"], info["layers"]
+
+
+def built_layers(model_dir: str, path: str, launch):
+    """(compiled layers: `checkpoint.BuiltLayers`, kernel, vocabulary) of a
+    checkpoint `qgc build` wrote, for the kernel at `path`, without loading
+    its model (the compact engine's input)."""
+    from qgc.runtime.checkpoint import BuiltLayers
+    info, kernel, _, vocab = _built_host(model_dir, path, launch)
+    return BuiltLayers(model_dir, info), kernel, vocab
+
+
+def _built_host(model_dir: str, path: str, launch):
+    """(qgc.json, kernel, program, vocabulary) of the PTX at `path` for the
+    build in `model_dir`: the kernel it was built from, `launch` fitting its memory."""
     info = read_info(model_dir)
     kernel, program, vocab = host_kernel(path, info["mem_words"], launch.kernel)
     check_kernel(model_dir, info, kernel, vocab)
@@ -132,9 +150,7 @@ def built_model(model_dir: str, path: str, launch, dtype=None):
     except LaunchError as err:
         raise LaunchError(f"{err}; '{model_dir}' was built with {info['mem_words']} words "
                           "(qgc build --mem-words N, or --launch L.json)") from None
-    model, info, _ = load_checkpoint(model_dir, dtype)
-    say_dtype(model_dir, model, info, dtype)
-    return model, kernel, program, vocab, info["base_vocab"], info["layers"]
+    return info, kernel, program, vocab
 
 
 def say_dtype(model_dir: str, model, info: dict, asked) -> None:

@@ -25,8 +25,11 @@ import json
 import os
 import shutil
 import tempfile
+from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from qgc import __version__
 from qgc import protocol as P
@@ -308,3 +311,55 @@ out = model.generate(torch.tensor([ids]), generation_config=GenerationConfig.fro
 No custom code: `generation_config.json` is greedy and stops at every step's
 `END` or `TRAP`, so one `generate` call runs one warp step.
 """
+
+
+class BuiltLayers:
+    """A build's compiled layers (the text mute's marker, the step layers, the
+    readout: `model.layers.0` up to `compiled_layers`) read from its weights
+    files as `layers_file.CompiledLayers` reads a layers file, for
+    `CompactPlan.of`: the tensors the checkpoint holds, in float32 (exact from
+    bfloat16). On a GPU token the marker layer and the mute's gate terms add
+    exactly 0: they read coordinates every GPU token holds at 0."""
+
+    def __init__(self, directory: str | Path, info: dict):
+        self.directory, self.info = Path(directory), info
+        self.count = info["compiled_layers"]
+        self.vocabulary = P.Vocabulary.from_json(info["gpu_vocabulary"])
+
+    @cached_property
+    def _files(self) -> dict[str, Path]:
+        """Tensor name → the weights file holding it (one file, or the shards
+        of `model.safetensors.index.json`)."""
+        index = self.directory / "model.safetensors.index.json"
+        if not index.exists():
+            from safetensors import safe_open
+            path = self.directory / "model.safetensors"
+            with safe_open(path, "np") as f:
+                return dict.fromkeys(f.keys(), path)
+        weight_map = json.loads(index.read_text())["weight_map"]
+        return {name: self.directory / file for name, file in weight_map.items()}
+
+    def _tensor(self, name: str, rows: slice = slice(None)) -> np.ndarray:
+        import torch
+        from safetensors import safe_open
+        with safe_open(self._files[name], "pt") as f:   # "pt": numpy has no bfloat16
+            return f.get_slice(name)[rows].to(torch.float32).numpy()
+
+    def param(self, index: int, name: str) -> np.ndarray:
+        return self._tensor(f"model.layers.{index}.{name}")
+
+    def nonzeros(self, index: int, name: str) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        dense = self.param(index, name)
+        where = np.nonzero(dense)
+        return where, dense[where]
+
+    @cached_property
+    def gpu_rows(self) -> np.ndarray:
+        return self._tensor("model.embed_tokens.weight", slice(self.info["base_vocab"], None))
+
+    @cached_property
+    def code(self) -> list[int]:
+        """The code coordinates: where the GPU tokens' LM head rows are not 0
+        (`text_mute.head_rows`: the code's coordinates only)."""
+        head = self._tensor("lm_head.weight", slice(self.info["base_vocab"], None))
+        return np.flatnonzero(head.any(axis=0)).tolist()

@@ -4,10 +4,11 @@ is not zero, in the stock layer math.
 A compiled layer is a stock Qwen3.5 linear-attention decoder layer whose
 weights are almost all zero: dot's 26 layers hold 302,531 non-zeros of
 1.528 G and use 44 of 416 DeltaNet heads. On a GPU token the rest adds
-exactly zero: a head whose projections are zero has q = k = v = 0 after the
-convolution and SiLU, so its state stays zero and so does its output; a
-neuron whose gate and up rows are zero gives SiLU(0)·0 = 0; the text mute's
-marker layer adds 0 on every GPU token by construction
+exactly zero: a head whose output gate z is zero has its gated norm times
+SiLU(0) = 0, a neuron whose gate row is zero gives SiLU(0)·up = 0, and a
+weight that reads a coordinate every GPU token holds at 0 (in every GPU
+row, and written by no unit kept before it) adds 0 — which leaves out the
+text mute of a `qgc build` checkpoint, its marker layer and its gate terms
 (`runtime/text_mute.py`). So `CompactPlan` keeps, per layer, the used value
 heads (their q/k/v/z rows, gates, norm and output columns), the used neurons
 (their gate/up rows and down columns) and the convolution taps of the
@@ -142,7 +143,12 @@ class CompactPlan:
         for the base text `config` (head counts and dims, ε)."""
         rows = torch.from_numpy(np.ascontiguousarray(layers.gpu_rows, dtype=np.float32))
         code = list(layers.code)
-        plan = [_layer(layers, i, config) for i in range(layers.count)]
+        zero = ~layers.gpu_rows.any(axis=0)     # held at 0 by every GPU token so far
+        plan = []
+        for i in range(layers.count):
+            layer, written = _layer(layers, i, config, zero)
+            plan.append(layer)
+            zero[written] = False
         return cls(plan, rows, code, rows[:, code].clone(), config.rms_norm_eps,
                    layers.vocabulary)
 
@@ -155,8 +161,13 @@ class CompactPlan:
         return sum(len(layer.heads) for layer in self.layers)
 
 
-def _layer(layers, index: int, config) -> CompactLayer:
-    """The non-zero structure of layer `index` of `layers`."""
+def _layer(layers, index: int, config, zero: np.ndarray) -> tuple[CompactLayer, np.ndarray]:
+    """The non-zero structure of layer `index` of `layers`, and the
+    coordinates it writes. Weights that read a coordinate in `zero` (every
+    GPU token holds it at 0: the text mute's marker and squares) add 0 and are
+    left out; so are the neurons left without a gate (SiLU(0)·up = 0) and the
+    heads without an output gate z (the gated norm multiplies by SiLU(0)) or
+    output columns, which add 0 too."""
     nk, nv = config.linear_num_key_heads, config.linear_num_value_heads
     dk, dv = config.linear_key_head_dim, config.linear_value_head_dim
     per_k, key_dim = nv // nk, nk * dk
@@ -165,11 +176,12 @@ def _layer(layers, index: int, config) -> CompactLayer:
         return torch.from_numpy(layers.param(index, name))
 
     entries = {name: layers.nonzeros(index, name) for name in (QKV, Z, B, A, OUT, GATE, UP, DOWN)}
+    for name in (QKV, Z, B, A, GATE, UP):
+        entries[name] = _reading(entries[name], ~zero)
 
     def rows_of(name: str, axis: int = 0) -> set[int]:
         return set(entries[name][0][axis].tolist())
-    qkv_rows, z_rows, out_cols = rows_of(QKV), rows_of(Z), rows_of(OUT, 1)
-    gates = rows_of(B) | rows_of(A)
+    z_rows, out_cols = rows_of(Z), rows_of(OUT, 1)
 
     def channels(h: int) -> list[int]:
         """Head h's q, k and v rows of in_proj_qkv (its key head's q and k)."""
@@ -179,8 +191,7 @@ def _layer(layers, index: int, config) -> CompactLayer:
 
     def values(h: int) -> range:
         return range(h * dv, (h + 1) * dv)
-    used = [h for h in range(nv) if h in gates or qkv_rows & set(channels(h)) or
-            (z_rows | out_cols) & set(values(h))]
+    used = [h for h in range(nv) if z_rows & set(values(h)) and out_cols & set(values(h))]
     # q rows of all used heads, then k rows, then v rows: the stock split
     parts = [[c for h in used for c in channels(h)[k * dk:(k + 1) * dk]] for k in (0, 1)]
     rows = np.array(parts[0] + parts[1] + [c for h in used for c in channels(h)[2 * dk:]],
@@ -189,7 +200,9 @@ def _layer(layers, index: int, config) -> CompactLayer:
     conv = vector(CONV)[torch.from_numpy(rows), 0, :]
     identity = torch.zeros_like(conv)
     identity[:, -1] = 1
-    neurons = np.array(sorted(rows_of(GATE) | rows_of(UP) | rows_of(DOWN, 1)), dtype=np.int64)
+    neurons = np.array(sorted(rows_of(GATE) & rows_of(DOWN, 1)), dtype=np.int64)
+    down, out = _columns(entries[DOWN], neurons), _columns(entries[OUT], value_rows)
+    written = np.unique(np.concatenate([down[0][0], out[0][0]]))
     heads = torch.tensor(used, dtype=torch.long)
     decay = -vector("linear_attn.A_log")[heads].exp()
     dt_bias = vector("linear_attn.dt_bias")[heads]
@@ -202,9 +215,15 @@ def _layer(layers, index: int, config) -> CompactLayer:
         conv_identity=bool(torch.equal(conv, identity)), decay=decay, dt_bias=dt_bias,
         no_decay=bool((torch.nn.functional.softplus(dt_bias) * decay).exp().eq(1).all()),
         head_norm=vector("linear_attn.norm.weight"),
-        out=Block.of(_columns(entries[OUT], value_rows)),
-        gate=Block.of(entries[GATE], neurons), up=Block.of(entries[UP], neurons),
-        down=Block.of(_columns(entries[DOWN], neurons)), dk=dk, dv=dv)
+        out=Block.of(out), gate=Block.of(entries[GATE], neurons),
+        up=Block.of(entries[UP], neurons), down=Block.of(down), dk=dk, dv=dv), written
+
+
+def _reading(entries, live: np.ndarray):
+    """A matrix's non-zeros restricted to the columns `live` marks."""
+    (r, c), values = entries
+    keep = live[c]
+    return (r[keep], c[keep]), values[keep]
 
 
 def _columns(entries, columns: np.ndarray):

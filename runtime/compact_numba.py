@@ -35,12 +35,16 @@ MATRICES = ("qkv", "z", "b", "a", "out", "gate", "up", "down")
 
 
 class Packed:
-    """A `CompactPlan` as flat arrays: matrices (CSR rows: `row_of` the
-    output position each row writes, `starts` its first entry), floats,
-    and the per-layer table `layers` of offsets."""
+    """A `CompactPlan` as flat arrays: matrices (CSR rows, each distinct row
+    once: its entries from `starts`, the output positions it writes from
+    `out_starts` in `outs`), floats, and the per-layer table `layers` of
+    offsets."""
 
     def __init__(self, plan: CompactPlan):
-        self.row_of: list[np.ndarray] = []
+        self.outs: list[np.ndarray] = []         # the output positions of each row
+        self.fans: list[np.ndarray] = []         # how many each row has
+        self.coefs: list[np.ndarray] = []        # each output's coefficient of its split column
+        self.splits: list[int] = []              # each matrix's split column (-1: none)
         self.counts: list[np.ndarray] = []       # entries per row
         self.index: list[np.ndarray] = []
         self.value: list[np.ndarray] = []
@@ -53,8 +57,11 @@ class Packed:
         self.work_size = 0                        # floats of one launch's layer vectors
         self.layers = np.array([self._layer(layer) for layer in plan.layers],
                                dtype=np.int64).reshape(-1, FIELDS)
-        self.row_of_a = _joined(self.row_of, np.int64)
-        self.starts_a = np.concatenate([[0], np.cumsum(_joined(self.counts, np.int64))])
+        self.outs_a = _joined(self.outs, np.int64)
+        self.out_starts_a = _starts(self.fans)
+        self.coefs_a = _joined(self.coefs, np.float32)
+        self.splits_a = np.array(self.splits, dtype=np.int64)
+        self.starts_a = _starts(self.counts)
         self.index_a = _joined(self.index, np.int64)
         self.value_a = _joined(self.value, np.float32)
         self.matrix_rows_a = np.array(self.matrix_rows, dtype=np.int64)
@@ -64,21 +71,50 @@ class Packed:
     @property
     def nbytes(self) -> int:
         """Bytes the packed weights take (without the states)."""
-        return sum(a.nbytes for a in (self.layers, self.row_of_a, self.starts_a, self.index_a,
-                                      self.value_a, self.matrix_rows_a, self.floats_a,
-                                      self.reads_a))
+        return sum(a.nbytes for a in self.matrices + (self.layers, self.floats_a, self.reads_a))
+
+    @property
+    def matrices(self) -> tuple[np.ndarray, ...]:
+        """The pool of matrices, as `_matvec` takes it after m, x, out and accumulate."""
+        return (self.outs_a, self.out_starts_a, self.coefs_a, self.splits_a, self.starts_a,
+                self.index_a, self.value_a, self.matrix_rows_a)
 
     def _matrix(self, block: Block, scatter: bool) -> int:
         """Append `block` as CSR rows, each row's entries in column order;
-        its matrix number."""
+        its matrix number. A gathering block's rows are factored first: the
+        column most rows read (a layer's constant coordinate, which carries
+        every threshold's offset) comes out of each row as a coefficient, and
+        each distinct remainder is one CSR row, summed once and written to
+        every output position that has it, plus that position's coefficient
+        times the column (dot at 2B: 23,126 gate rows with 171,854 entries
+        are 13,389 remainders with 36,926; 23,129 up rows are 1). The sum's
+        order changes where a row reads the column: float32 rounding, which
+        the threshold gadgets' margins absorb (the traces are the tensor
+        engine's, tests/test_compact.py)."""
         w = block.weight.to_dense() if block.weight.layout == torch.sparse_csr else block.weight
         w = w.numpy()
-        r, c = np.nonzero(w)                       # row-major: by row, then column
-        self.row_of.append((block.rows[block.filled] if scatter else block.filled).numpy())
-        self.counts.append(np.bincount(r, minlength=len(w)))
+        positions = (block.rows[block.filled] if scatter else block.filled).numpy()
+        split = -1 if scatter or not w.size else int(np.argmax((w != 0).sum(axis=0)))
+        coefs = w[:, split].copy() if split >= 0 else np.zeros(len(w), np.float32)
+        if split >= 0:
+            w = w.copy()
+            w[:, split] = 0
+        forms: dict[bytes, list[int]] = {}
+        for i, row in enumerate(w):
+            cols = np.flatnonzero(row)
+            forms.setdefault(cols.tobytes() + row[cols].tobytes(), []).append(i)
+        members = list(forms.values())
+        firsts = np.array([rows[0] for rows in members], dtype=np.int64)
+        r, c = np.nonzero(w[firsts])               # row-major: by row, then column
+        self.counts.append(np.bincount(r, minlength=len(firsts)))
         self.index.append(block.cols.numpy()[c])
-        self.value.append(w[r, c])
-        self.matrix_rows.append(self.matrix_rows[-1] + len(w))
+        self.value.append(w[firsts][r, c])
+        self.fans.append(np.array([len(rows) for rows in members], dtype=np.int64))
+        order = np.concatenate(members + [np.zeros(0, np.int64)]).astype(np.int64)
+        self.outs.append(positions[order])
+        self.coefs.append(coefs[order])
+        self.splits.append(block.cols.numpy()[split] if split >= 0 else -1)
+        self.matrix_rows.append(self.matrix_rows[-1] + len(firsts))
         return len(self.matrix_rows) - 2
 
     def _floats(self, t: torch.Tensor) -> int:
@@ -124,6 +160,11 @@ class Packed:
 
 def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
     return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+
+def _starts(sizes: list[np.ndarray]) -> np.ndarray:
+    """Where each row's run starts in a pool of runs of these sizes (one more: the end)."""
+    return np.concatenate([[0], np.cumsum(_joined(sizes, np.int64))]).astype(np.int64)
 
 
 def packed(plan: CompactPlan) -> Packed:
@@ -177,9 +218,8 @@ class NumbaStepper:
         p = self.packed
         _embed(self.rows, np.asarray(ids, np.int64), self.h)
         live = np.ones(self.batch, np.bool_) if active is None else active
-        _step(self.h, live, p.layers, p.row_of_a, p.starts_a, p.index_a, p.value_a,
-              p.matrix_rows_a, p.floats_a, p.reads_a, self.state, self.window, self.work,
-              np.float32(self.plan.eps))
+        _step(self.h, live, p.layers, p.matrices, p.floats_a, p.reads_a, self.state,
+              self.window, self.work, np.float32(self.plan.eps))
 
     def __call__(self, token: P.Token) -> P.Token | None:
         ids = np.array([self.plan.vocab.id_of(token)])
@@ -204,10 +244,12 @@ def _embed(rows, ids, h):
 
 
 @_jit
-def _matvec(m, x, out, accumulate, row_of, starts, index, value, matrix_rows):
-    """out[row] (+)= Σ value · x[index] over matrix m's CSR rows, for each
-    column of `x` (a launch of the batch) alike."""
-    batch = x.shape[1]
+def _matvec(m, x, out, accumulate, outs, out_starts, coefs, splits, starts, index, value,
+            matrix_rows):
+    """out[o] (+)= Σ value · x[index] over matrix m's CSR rows, at every
+    output position o of the row, plus o's coefficient times the matrix's
+    split column, for each column of `x` (a launch of the batch) alike."""
+    batch, split = x.shape[1], splits[m]
     s = np.zeros(batch, np.float32)
     for r in range(matrix_rows[m], matrix_rows[m + 1]):
         if batch == 1:                   # one launch: a scalar sum, no inner loop
@@ -221,51 +263,39 @@ def _matvec(m, x, out, accumulate, row_of, starts, index, value, matrix_rows):
                 w, xi = value[e], index[e]
                 for b in range(batch):
                     s[b] += w * x[xi, b]
-        o = row_of[r]
-        for b in range(batch):
-            out[o, b] = out[o, b] + s[b] if accumulate else s[b]
+        for k in range(out_starts[r], out_starts[r + 1]):
+            o, coef = outs[k], coefs[k]
+            for b in range(batch):
+                v = s[b] + coef * x[split, b] if coef != 0 else s[b]
+                out[o, b] = out[o, b] + v if accumulate else v
 
 
-@_jit
-def _partial_squares(x, b, part):
-    """Σ x[:, b]², as eight interleaved partial sums (as a vector unit adds:
-    one running sum is a chain of dependent adds) into part[:, b]."""
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = np.float32(0.0)
-    n = x.shape[0]
-    for i in range(0, n - 7, 8):
-        s0 += x[i, b] * x[i, b]
-        s1 += x[i + 1, b] * x[i + 1, b]
-        s2 += x[i + 2, b] * x[i + 2, b]
-        s3 += x[i + 3, b] * x[i + 3, b]
-        s4 += x[i + 4, b] * x[i + 4, b]
-        s5 += x[i + 5, b] * x[i + 5, b]
-        s6 += x[i + 6, b] * x[i + 6, b]
-        s7 += x[i + 7, b] * x[i + 7, b]
-    part[0, b], part[1, b], part[2, b], part[3, b] = s0, s1, s2, s3
-    part[4, b], part[5, b], part[6, b], part[7, b] = s4, s5, s6, s7
+@numba.njit(cache=True, fastmath={"reassoc"}) if numba is not None else (lambda f: f)
+def _sum_of_squares(v):
+    """Σ v², v contiguous; reassociated so that it runs as vector lanes (in
+    order, a running sum is one dependent add per coordinate: 52 norms of
+    2,048 coordinates were a fifth of a dot token)."""
+    s = np.float32(0.0)
+    for i in range(v.shape[0]):
+        s += v[i] * v[i]
+    return s
 
 
 @_jit
 def _inverse_rms(x, eps):
     """1 / √(mean of squares + ε) of each column of `x` (coordinates ×
-    launches); the squares summed in eight interleaved partial sums."""
+    launches)."""
     n, batch = x.shape
-    part = np.zeros((8, batch), np.float32)
-    if batch == 1:
-        _partial_squares(x, 0, part)
-    else:                                # row by row: the launches are contiguous
-        for i in range(n - n % 8):
-            k = i & 7
-            for b in range(batch):
-                part[k, b] += x[i, b] * x[i, b]
-    for i in range(n - n % 8, n):
-        for b in range(batch):
-            part[i & 7, b] += x[i, b] * x[i, b]
     scale = np.empty(batch, np.float32)
+    if batch == 1:
+        scale[0] = _sum_of_squares(x.reshape(n))
+    else:                                # row by row: the launches are contiguous
+        scale[:] = 0
+        for i in range(n):
+            for b in range(batch):
+                scale[b] += x[i, b] * x[i, b]
     for b in range(batch):
-        s = ((part[0, b] + part[1, b]) + (part[2, b] + part[3, b])) + \
-            ((part[4, b] + part[5, b]) + (part[6, b] + part[7, b]))
-        scale[b] = np.float32(1.0) / np.sqrt(s / np.float32(n) + eps)
+        scale[b] = np.float32(1.0) / np.sqrt(scale[b] / np.float32(n) + eps)
     return scale
 
 
@@ -409,8 +439,7 @@ def _scratch(work, rows, batch, zeroed=True):
 
 
 @_jit
-def _step(h, active, layers, row_of, starts, index, value, matrix_rows, floats, reads, state,
-          window, work, eps):
+def _step(h, active, layers, matrices, floats, reads, state, window, work, eps):
     """Every layer on the residuals `h` (coordinates × launches), in place;
     the layers' intermediate vectors live in `work` (allocating them per
     token costs more than computing them)."""
@@ -423,16 +452,16 @@ def _step(h, active, layers, row_of, starts, index, value, matrix_rows, floats, 
         n, dk, dv = L[HEADS], L[DK], L[DV]
         if n > 0:
             mixed, rest = _scratch(rest, n * (2 * dk + dv), batch)
-            _matvec(L[QKV], x, mixed, False, row_of, starts, index, value, matrix_rows)
+            _matvec(L[QKV], x, mixed, False, *matrices)
             if not L[CONV_IDENTITY]:
                 _conv(mixed, floats[L[CONV]:], L[TAPS], window, L[WINDOW])
             _silu_all(mixed)
             z, rest = _scratch(rest, n * dv, batch)
-            _matvec(L[Z], x, z, False, row_of, starts, index, value, matrix_rows)
+            _matvec(L[Z], x, z, False, *matrices)
             beta, rest = _scratch(rest, n, batch)
-            _matvec(L[B], x, beta, False, row_of, starts, index, value, matrix_rows)
+            _matvec(L[B], x, beta, False, *matrices)
             a, rest = _scratch(rest, n, batch)
-            _matvec(L[A], x, a, False, row_of, starts, index, value, matrix_rows)
+            _matvec(L[A], x, a, False, *matrices)
             o_all, rest = _scratch(rest, n * dv, batch)
             delta, o = work[-2 * dv:-dv].reshape(dv, 1), work[-dv:].reshape(dv, 1)
             for b in range(batch):
@@ -443,16 +472,16 @@ def _step(h, active, layers, row_of, starts, index, value, matrix_rows, floats, 
                     S = state[b, at:at + dk * dv].reshape(dk, dv)
                     _head(L, hd, n, mixed, b, beta[hd, b], a[hd, b], z, o_all, S, floats, eps,
                           delta, o)
-            _matvec(L[OUT], o_all, h, True, row_of, starts, index, value, matrix_rows)
+            _matvec(L[OUT], o_all, h, True, *matrices)
         _rms_at(h, floats[L[NORM_POST]:L[NORM_POST] + hidden], eps, x, reads, L[READ_POST])
         neurons = L[NEURONS]
         if neurons > 0:
             gate, rest = _scratch(rest, neurons, batch)
             up, rest = _scratch(rest, neurons, batch)
-            _matvec(L[GATE], x, gate, False, row_of, starts, index, value, matrix_rows)
-            _matvec(L[UP], x, up, False, row_of, starts, index, value, matrix_rows)
+            _matvec(L[GATE], x, gate, False, *matrices)
+            _matvec(L[UP], x, up, False, *matrices)
             _silu_all(gate)
             for j in range(neurons):
                 for b in range(batch):
                     gate[j, b] *= up[j, b]
-            _matvec(L[DOWN], gate, h, True, row_of, starts, index, value, matrix_rows)
+            _matvec(L[DOWN], gate, h, True, *matrices)

@@ -133,6 +133,35 @@ def test_qgc_run_on_the_checkpoint(built, capsys):
     assert "model engine (decode, bfloat16): 43 tokens" in out.err
 
 
+def test_the_compact_engine_runs_the_checkpoints_own_layers(built, tmp_path, capsys):
+    """`--engine compact --model DIR`: the build's compiled layers as it holds
+    them, text mute and all, give the buffers and pass `--verify` by the
+    build's own model; the plan is the one compiling the PTX gives (the mute's
+    marker layer keeps no unit and its gate terms no weight: they read
+    coordinates every GPU token holds at 0)."""
+    from qgc.merged_model import built_layers, compile_with_host
+    from qgc.runtime.compact import CompactPlan
+    from qgc.runtime.launch import load_launch
+    from qgc.runtime.model import load_text_config
+    assert main(["run", str(DOT / "dot.ptx"), "--launch", str(DOT / "launch.json"),
+                 "--engine", "compact", "--model", str(built), "--verify", "--stats=json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["buffers"] == expected("dot")
+    stats = json.loads(out.err.strip().splitlines()[-1])
+    assert stats["verified"] is True and stats["verified_tokens"] > 0
+
+    launch = load_launch(DOT / "launch.json")
+    from_build = CompactPlan.of(built_layers(str(built), str(DOT / "dot.ptx"), launch)[0],
+                                load_text_config(built))
+    config = load_text_config(write_config(tmp_path))
+    compiled = CompactPlan.of(compile_with_host(str(DOT / "dot.ptx"), config, launch)[0], config)
+    marker, *layers = from_build.layers
+    assert not marker.heads and not len(marker.gate.rows)
+    assert len(layers) == len(compiled.layers)
+    assert [layer.heads for layer in layers] == [layer.heads for layer in compiled.layers]
+    assert from_build.weights - marker.weights == compiled.weights
+
+
 def test_a_checkpoint_of_another_kernel_is_refused(built, capsys):
     status = main(["run", str(EXAMPLES / "vector_add" / "vector_add.ptx"), "--launch",
                    str(EXAMPLES / "vector_add" / "launch.json"), "--engine", "model",

@@ -58,7 +58,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                    help="compact engine: then feed each trace to the stock merged model in "
                         "one prefill pass and check every token it names (--dtype)")
     g = p.add_argument_group("model engine")
-    g.add_argument("--model", metavar="DIR", help="run on a checkpoint `qgc build` wrote")
+    g.add_argument("--model", metavar="DIR", help="run on a checkpoint `qgc build` wrote "
+                   "(the model and compact engines)")
     mode = g.add_mutually_exclusive_group()
     mode.add_argument("--generate", action="store_true",
                       help="stock `generate`, one call per step (default: token by token)")
@@ -73,7 +74,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 #: flags that only some engines take (dest → the engines); any other flag is every engine's
 ENGINE_FLAGS = {"warp_size": ("ref",), "dtype": ("model", "compact"),
                 "base": ("model", "compact"),
-                "base_config": ("model", "compact"), "model": ("model",), "generate": ("model",),
+                "base_config": ("model", "compact"), "model": ("model", "compact"), "generate": ("model",),
                 "replay": ("model",), "trace_png": ("model",), "backend": ("compact",),
                 "device": ("compact",), "verify": ("compact",)}
 
@@ -250,14 +251,20 @@ def run_compact_batch(args: argparse.Namespace, launches):
 
 def _compact(args: argparse.Namespace, launch, batch: int):
     """(base config, layers, host kernel, vocabulary, plan, stepper) of the compact engine:
-    one compile (sized to `launch`; a batch takes the memory of its last)."""
+    one compile (sized to `launch`; a batch takes the memory of its last), or
+    the compiled layers of a `qgc build` directory (--model)."""
     import torch
 
-    from qgc.merged_model import compile_with_host
     from qgc.runtime.compact import CompactPlan
     from qgc.runtime.model import load_text_config
-    config = load_text_config(args.base or args.base_config)
-    compiled, kernel, _, vocab = compile_with_host(args.input, config, launch)
+    if args.model:
+        from qgc.merged_model import built_layers
+        compiled, kernel, vocab = built_layers(args.model, args.input, launch)
+        config = load_text_config(args.model)
+    else:
+        from qgc.merged_model import compile_with_host
+        config = load_text_config(args.base or args.base_config)
+        compiled, kernel, _, vocab = compile_with_host(args.input, config, launch)
     plan = CompactPlan.of(compiled, config)
     torch.set_num_threads(1)    # one token's ops are small: threads only wait on each other
     return config, compiled, kernel, vocab, plan, _compact_stepper(args, plan, batch)
@@ -299,22 +306,27 @@ def _verify(args: argparse.Namespace, config, compiled, vocab, results) -> dict:
     against the model's argmax (a trap names the first that differs)."""
     import torch
 
-    from qgc.runtime.model import load_base
-    from qgc.runtime.model_engine import layers_model, replay_check
-    dtype = getattr(torch, args.dtype or "float32")
+    from qgc.runtime.model_engine import replay_check
     start = time.perf_counter()
-    base = load_base(args.base, config, dtype=dtype)
-    model = layers_model(compiled, base, dtype)
+    if args.model:          # the build's own model, in its own dtype unless --dtype
+        from qgc.runtime.checkpoint import load_checkpoint
+        model, info, _ = load_checkpoint(args.model, getattr(torch, args.dtype or "", None))
+        base_vocab, dtype = info["base_vocab"], model.dtype
+    else:
+        from qgc.runtime.model import load_base
+        from qgc.runtime.model_engine import layers_model
+        dtype = getattr(torch, args.dtype or "float32")
+        base = load_base(args.base, config, dtype=dtype)
+        model, base_vocab = layers_model(compiled, base, dtype), base.config.vocab_size
     built = time.perf_counter()
     checked = tokens = 0
     for result in results:
-        counts = replay_check(model, vocab, base.config.vocab_size, result.tokens,
-                              result.predicted)
+        counts = replay_check(model, vocab, base_vocab, result.tokens, result.predicted)
         checked, tokens = checked + counts["checked"], tokens + counts["tokens"]
     seconds = time.perf_counter() - built
     say(f"verify: the stock model ({str(dtype).removeprefix('torch.')}) names the same "
         f"{checked} tokens the compact engine named, in {tokens} ({tokens / seconds:.1f} "
-        f"tokens/s; the model built in {built - start:.1f} s)")
+        f"tokens/s; the model ready in {built - start:.1f} s)")
     return {"verified_tokens": checked, "verify_tokens_per_second": round(tokens / seconds, 1)}
 
 
