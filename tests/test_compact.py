@@ -162,3 +162,26 @@ def test_numba_gives_the_torch_residuals_on_a_made_up_plan(convolution):
         got = torch.from_numpy(stepper.h.T.copy())
         assert (got - want[:, t]).abs().max() <= 1e-5 * want.abs().max()
         assert (named == (want[:, t, plan.code] @ plan.codes.T).argmax(-1).numpy()).all()
+
+
+def _examples():
+    for case in cases():       # nvcc's (clang's give the same traces: the tests above)
+        if case.info is None and case.compiler == "nvcc":
+            yield pytest.param(case, id=f"{case.name}-{case.compiler}", marks=[pytest.mark.full])
+
+
+@pytest.mark.parametrize("case", list(_examples()))
+def test_verified_mode_passes_at_the_2b_shape(case):
+    """`make test-full`: every example on the compact engine at the 2B shape,
+    its trace then checked by the stock merged model in bfloat16 (`--verify`):
+    the expected buffers, and every token the compact engine named is the
+    model's argmax."""
+    proc = subprocess.run([sys.executable, "-m", "qgc.cli", "run", str(case.path),
+                           "--launch", str(EXAMPLES / case.name / "launch.json"),
+                           "--engine", "compact", "--base-config", "2b", "--verify",
+                           "--dtype", "bfloat16", "--stats=json"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    case.check(json.loads(proc.stdout)["buffers"])
+    stats = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert stats["verified"] is True and stats["verified_tokens"] > 0
