@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from qgc import driver
@@ -224,7 +225,8 @@ def run_compact(args: argparse.Namespace, launch):
     from qgc.runtime.trace import run_trace
     config, compiled, kernel, vocab, plan, stepper = _compact(args, launch, batch=1)
     start = time.perf_counter()
-    result = run_trace(kernel, vocab, launch, stepper, args.max_steps)
+    with _one_torch_thread():
+        result = run_trace(kernel, vocab, launch, stepper, args.max_steps)
     seconds = time.perf_counter() - start
     result.stats.update(_compact_stats(args, plan, stepper, result.stats["tokens"], seconds))
     if args.verify:
@@ -238,7 +240,8 @@ def run_compact_batch(args: argparse.Namespace, launches):
     from qgc.runtime.trace import run_traces
     config, compiled, kernel, vocab, plan, stepper = _compact(args, launches[-1], len(launches))
     start = time.perf_counter()
-    results = run_traces(kernel, vocab, launches, stepper, args.max_steps)
+    with _one_torch_thread():
+        results = run_traces(kernel, vocab, launches, stepper, args.max_steps)
     seconds = time.perf_counter() - start
     done = [r for r in results if not isinstance(r, Exception)]
     tokens = sum(r.stats["tokens"] for r in done)
@@ -253,8 +256,6 @@ def _compact(args: argparse.Namespace, launch, batch: int):
     """(base config, layers, host kernel, vocabulary, plan, stepper) of the compact engine:
     one compile (sized to `launch`; a batch takes the memory of its last), or
     the compiled layers of a `qgc build` directory (--model)."""
-    import torch
-
     from qgc.runtime.compact import CompactPlan
     from qgc.runtime.model import load_text_config
     if args.model:
@@ -266,8 +267,20 @@ def _compact(args: argparse.Namespace, launch, batch: int):
         config = load_text_config(args.base or args.base_config)
         compiled, kernel, _, vocab = compile_with_host(args.input, config, launch)
     plan = CompactPlan.of(compiled, config)
-    torch.set_num_threads(1)    # one token's ops are small: threads only wait on each other
     return config, compiled, kernel, vocab, plan, _compact_stepper(args, plan, batch)
+
+
+@contextmanager
+def _one_torch_thread():
+    """A token's ops are small: more threads only wait on each other (the
+    --verify prefill after it is large and gets them all)."""
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _compact_stepper(args: argparse.Namespace, plan, batch: int):
