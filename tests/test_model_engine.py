@@ -204,32 +204,44 @@ def test_a_fault_traps_through_the_merged_model(machines, base_config, tmp_path)
         run_trace(kernel, vocab, launch, model_stepper(model, vocab, SMALL_VOCAB))
 
 
-def test_the_replay_in_windows(machines, base_config):
-    """`replay_check` prefills the recorded stream in windows with the cache
-    carried between them: in windows of 16 tokens it checks every named
-    token, and a stream whose last named token is changed (in the third
-    window) traps at that token."""
-    from qgc.runtime.memory import Trap
+@pytest.fixture(scope="module")
+def dot_stream(machines, base_config):
+    """(merged model, vocabulary, dot's recorded tokens, which were named)."""
     from qgc.runtime.model import load_base, load_text_config
-    from qgc.runtime.model_engine import CompiledMachine, build_model, replay_check
+    from qgc.runtime.model_engine import CompiledMachine, build_model
     compiled, vocab, kernel = machines("dot", ".ptx")
     launch = load_launch(EXAMPLES / "dot" / "launch.json")
     ideal = run_trace(kernel, vocab, launch, tensor_stepper(compiled.program, vocab))
     base = load_base(None, load_text_config(base_config))
     model = build_model(CompiledMachine(compiled, vocab), base, torch.float32)
-    tokens, predicted = list(ideal.tokens), ideal.predicted
-    assert replay_check(model, vocab, SMALL_VOCAB, tokens, predicted, window=16) == \
-        {"tokens": len(tokens), "checked": sum(predicted[1:])}
+    return model, vocab, list(ideal.tokens), ideal.predicted
+
+
+def last_named_changed(tokens, predicted):
+    """(position, the stream with the last named token that differs from the
+    one before it repeated there)."""
     at = max(i for i, p in enumerate(predicted)
              if p and tokens[i - 1].spelled() != tokens[i].spelled())
+    return at, tokens[:at] + [tokens[at - 1]] + tokens[at + 1:]
+
+
+def test_the_replay_in_windows(dot_stream):
+    """`replay_check` prefills the recorded stream in windows with the cache
+    carried between them: in windows of 16 tokens it checks every named
+    token, and a stream whose last named token is changed (in the third
+    window) traps at that token."""
+    from qgc.runtime.memory import Trap
+    from qgc.runtime.model_engine import replay_check
+    model, vocab, tokens, predicted = dot_stream
+    assert replay_check(model, vocab, SMALL_VOCAB, tokens, predicted, window=16) == \
+        {"tokens": len(tokens), "checked": sum(predicted[1:])}
+    at, changed = last_named_changed(tokens, predicted)
     assert at > 32
-    changed = tokens[:at] + [tokens[at - 1]] + tokens[at + 1:]
     with pytest.raises(Trap, match=rf"^trap: replay: at token {at} the model names "):
         replay_check(model, vocab, SMALL_VOCAB, changed, predicted, window=16)
 
 
-def test_the_replay_by_layers_is_the_windowed_forward_bit_for_bit(machines, base_config,
-                                                                  tmp_path):
+def test_the_replay_by_layers_is_the_windowed_forward_bit_for_bit(dot_stream, tmp_path):
     """`replay_by_layers` (a few layers at a time over every window) gives the
     window-by-window forward's final hidden states bit for bit; with a
     checkpoint, a replay stopped after its first pass resumes there and ends
@@ -238,19 +250,8 @@ def test_the_replay_by_layers_is_the_windowed_forward_bit_for_bit(machines, base
     from transformers import DynamicCache
 
     from qgc.runtime.memory import Trap
-    from qgc.runtime.model import load_base, load_text_config
-    from qgc.runtime.model_engine import (
-        CompiledMachine,
-        build_model,
-        replay_by_layers,
-        replay_check,
-    )
-    compiled, vocab, kernel = machines("dot", ".ptx")
-    launch = load_launch(EXAMPLES / "dot" / "launch.json")
-    ideal = run_trace(kernel, vocab, launch, tensor_stepper(compiled.program, vocab))
-    base = load_base(None, load_text_config(base_config))
-    model = build_model(CompiledMachine(compiled, vocab), base, torch.float32)
-    tokens, predicted = list(ideal.tokens), ideal.predicted
+    from qgc.runtime.model_engine import replay_by_layers, replay_check
+    model, vocab, tokens, predicted = dot_stream
     ids = torch.tensor([[SMALL_VOCAB + vocab.id_of(t) for t in tokens]])
     cache, windows = DynamicCache(config=model.config), []
     with torch.no_grad():
@@ -271,8 +272,6 @@ def test_the_replay_by_layers_is_the_windowed_forward_bit_for_bit(machines, base
     assert torch.load(tmp_path / "replay.pt")["done"] == 3
     assert torch.equal(replay_by_layers(model, ids, 16, 3, tmp_path), windowed)
 
-    at = max(i for i, p in enumerate(predicted)
-             if p and tokens[i - 1].spelled() != tokens[i].spelled())
-    changed = tokens[:at] + [tokens[at - 1]] + tokens[at + 1:]
+    at, changed = last_named_changed(tokens, predicted)
     with pytest.raises(Trap, match=rf"^trap: replay: at token {at} the model names "):
         replay_check(model, vocab, SMALL_VOCAB, changed, predicted, window=16, layers_per_pass=2)
