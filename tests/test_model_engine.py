@@ -242,11 +242,10 @@ def test_the_replay_in_windows(dot_stream):
 
 
 def test_the_replay_by_layers_is_the_windowed_forward_bit_for_bit(dot_stream, tmp_path):
-    """`replay_by_layers` (a few layers at a time over every window) gives the
-    window-by-window forward's final hidden states bit for bit; with a
-    checkpoint, a replay stopped after its first pass resumes there and ends
-    with the same bits, and `replay_check` by layers traps where the windowed
-    replay does."""
+    """`replay_by_layers` (a few layers at a time over every window), stopped
+    after its first pass and resumed from its checkpoint, ends with the
+    window-by-window forward's final hidden states bit for bit; and
+    `replay_check` by layers traps where the windowed replay does."""
     from transformers import DynamicCache
 
     from qgc.runtime.memory import Trap
@@ -261,7 +260,6 @@ def test_the_replay_by_layers_is_the_windowed_forward_bit_for_bit(dot_stream, tm
                                        position_ids=torch.arange(start, end)[None]
                                        ).last_hidden_state[0])
     windowed = torch.cat(windows)
-    assert torch.equal(replay_by_layers(model, ids, 16, 3), windowed)
 
     second = model.model.layers[3]      # the second pass's first layer
     forward = second.forward
