@@ -156,6 +156,11 @@ class CompactPlan:
     def weights(self) -> int:
         return sum(layer.weights for layer in self.layers)
 
+    def __getstate__(self) -> dict:
+        """Pickled without what a backend cached on it (`compact_numba.packed`):
+        made again from the plan where it is loaded."""
+        return {k: v for k, v in self.__dict__.items() if k != "_packed"}
+
     @property
     def heads(self) -> int:
         return sum(len(layer.heads) for layer in self.layers)

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from made_up_plans import STREAMS, made_up_plan, torch_residuals
 from test_model_kernels import cases
@@ -185,3 +186,19 @@ def test_verified_mode_passes_at_the_2b_shape(case):
     case.check(json.loads(proc.stdout)["buffers"])
     stats = json.loads(proc.stderr.strip().splitlines()[-1])
     assert stats["verified"] is True and stats["verified_tokens"] > 0
+
+
+def test_a_pickled_plan_leaves_its_packing_behind():
+    """What the numba backend caches on a plan is not pickled with it (a stale
+    packing would outlive a change of the packing code): the loaded plan is
+    packed again, to the same arrays."""
+    import pickle
+
+    from qgc.runtime.compact_numba import packed
+    plan = made_up_plan(True)
+    first = packed(plan)
+    loaded = pickle.loads(pickle.dumps(plan))
+    assert "_packed" not in vars(loaded)
+    again = packed(loaded)
+    assert again is not first
+    assert all(np.array_equal(a, b) for a, b in zip(first.matrices, again.matrices, strict=True))
