@@ -250,24 +250,37 @@ def _matvec(m, x, out, accumulate, outs, out_starts, coefs, splits, starts, inde
     output position o of the row, plus o's coefficient times the matrix's
     split column, for each column of `x` (a launch of the batch) alike."""
     batch, split = x.shape[1], splits[m]
+    if batch == 1:        # one launch: flat vectors and scalar sums, no inner loops
+        _matvec_one(m, x.reshape(x.shape[0]), out.reshape(out.shape[0]), accumulate, outs,
+                    out_starts, coefs, split, starts, index, value, matrix_rows)
+        return
     s = np.zeros(batch, np.float32)
     for r in range(matrix_rows[m], matrix_rows[m + 1]):
-        if batch == 1:                   # one launch: a scalar sum, no inner loop
-            t = np.float32(0.0)
-            for e in range(starts[r], starts[r + 1]):
-                t += value[e] * x[index[e], 0]
-            s[0] = t
-        else:
-            s[:] = 0
-            for e in range(starts[r], starts[r + 1]):
-                w, xi = value[e], index[e]
-                for b in range(batch):
-                    s[b] += w * x[xi, b]
+        s[:] = 0
+        for e in range(starts[r], starts[r + 1]):
+            w, xi = value[e], index[e]
+            for b in range(batch):
+                s[b] += w * x[xi, b]
         for k in range(out_starts[r], out_starts[r + 1]):
             o, coef = outs[k], coefs[k]
             for b in range(batch):
                 v = s[b] + coef * x[split, b] if coef != 0 else s[b]
                 out[o, b] = out[o, b] + v if accumulate else v
+
+
+@_jit
+def _matvec_one(m, x, out, accumulate, outs, out_starts, coefs, split, starts, index, value,
+                matrix_rows):
+    """`_matvec` for one launch, on flat x and out."""
+    at_split = x[split] if split >= 0 else np.float32(0.0)
+    for r in range(matrix_rows[m], matrix_rows[m + 1]):
+        t = np.float32(0.0)
+        for e in range(starts[r], starts[r + 1]):
+            t += value[e] * x[index[e]]
+        for k in range(out_starts[r], out_starts[r + 1]):
+            o, coef = outs[k], coefs[k]
+            v = t + coef * at_split if coef != 0 else t
+            out[o] = out[o] + v if accumulate else v
 
 
 @numba.njit(cache=True, fastmath={"reassoc"}) if numba is not None else (lambda f: f)
