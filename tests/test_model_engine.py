@@ -245,31 +245,36 @@ def test_the_replay_by_layers_is_the_windowed_forward_bit_for_bit(dot_stream, tm
     """`replay_by_layers` (a few layers at a time over every window), stopped
     after its first pass and resumed from its checkpoint, ends with the
     window-by-window forward's final hidden states bit for bit; and
-    `replay_check` by layers traps where the windowed replay does."""
+    `replay_check` by layers, given the finished checkpoint, checks every
+    named token without running a layer."""
     from transformers import DynamicCache
 
-    from qgc.runtime.memory import Trap
     from qgc.runtime.model_engine import replay_by_layers, replay_check
     model, vocab, tokens, predicted = dot_stream
     ids = torch.tensor([[SMALL_VOCAB + vocab.id_of(t) for t in tokens]])
+    window = 24                         # two windows
     cache, windows = DynamicCache(config=model.config), []
     with torch.no_grad():
-        for start in range(0, ids.shape[1], 16):
-            end = min(start + 16, ids.shape[1])
+        for start in range(0, ids.shape[1], window):
+            end = min(start + window, ids.shape[1])
             windows.append(model.model(input_ids=ids[:, start:end], cache=cache, use_cache=True,
                                        position_ids=torch.arange(start, end)[None]
                                        ).last_hidden_state[0])
     windowed = torch.cat(windows)
 
-    second = model.model.layers[3]      # the second pass's first layer
-    forward = second.forward
-    second.forward = lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt)
-    with pytest.raises(KeyboardInterrupt):
-        replay_by_layers(model, ids, 16, 3, tmp_path)
-    second.forward = forward
-    assert torch.load(tmp_path / "replay.pt")["done"] == 3
-    assert torch.equal(replay_by_layers(model, ids, 16, 3, tmp_path), windowed)
+    def interrupted(layer: int, run):
+        """`run()` with model layer `layer` raising KeyboardInterrupt."""
+        module = model.model.layers[layer]
+        module.forward = lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt)
+        try:
+            return run()
+        finally:
+            del module.forward
 
-    at, changed = last_named_changed(tokens, predicted)
-    with pytest.raises(Trap, match=rf"^trap: replay: at token {at} the model names "):
-        replay_check(model, vocab, SMALL_VOCAB, changed, predicted, window=16, layers_per_pass=2)
+    with pytest.raises(KeyboardInterrupt):      # in the second pass
+        interrupted(3, lambda: replay_by_layers(model, ids, window, 3, tmp_path))
+    assert torch.load(tmp_path / "replay.pt")["done"] == 3
+    assert torch.equal(replay_by_layers(model, ids, window, 3, tmp_path), windowed)
+    assert interrupted(0, lambda: replay_check(
+        model, vocab, SMALL_VOCAB, tokens, predicted, window=window, layers_per_pass=3,
+        checkpoint=tmp_path)) == {"tokens": len(tokens), "checked": sum(predicted[1:])}
