@@ -181,8 +181,9 @@ def _layer(layers, index: int, config, zero: np.ndarray) -> tuple[CompactLayer, 
         return torch.from_numpy(layers.param(index, name))
 
     entries = {name: layers.nonzeros(index, name) for name in (QKV, Z, B, A, OUT, GATE, UP, DOWN)}
+    live = ~zero
     for name in (QKV, Z, B, A, GATE, UP):
-        entries[name] = _reading(entries[name], ~zero)
+        entries[name] = _reading(entries[name], live)
 
     def rows_of(name: str, axis: int = 0) -> set[int]:
         return set(entries[name][0][axis].tolist())

@@ -104,17 +104,17 @@ class Packed:
             cols = np.flatnonzero(row)
             forms.setdefault(cols.tobytes() + row[cols].tobytes(), []).append(i)
         members = list(forms.values())
-        firsts = np.array([rows[0] for rows in members], dtype=np.int64)
-        r, c = np.nonzero(w[firsts])               # row-major: by row, then column
-        self.counts.append(np.bincount(r, minlength=len(firsts)))
+        distinct = w[np.array([rows[0] for rows in members], dtype=np.int64)]
+        r, c = np.nonzero(distinct)                # row-major: by row, then column
+        self.counts.append(np.bincount(r, minlength=len(distinct)))
         self.index.append(block.cols.numpy()[c])
-        self.value.append(w[firsts][r, c])
+        self.value.append(distinct[r, c])
         self.fans.append(np.array([len(rows) for rows in members], dtype=np.int64))
         order = np.concatenate(members + [np.zeros(0, np.int64)]).astype(np.int64)
         self.outs.append(positions[order])
         self.coefs.append(coefs[order])
         self.splits.append(block.cols.numpy()[split] if split >= 0 else -1)
-        self.matrix_rows.append(self.matrix_rows[-1] + len(firsts))
+        self.matrix_rows.append(self.matrix_rows[-1] + len(distinct))
         return len(self.matrix_rows) - 2
 
     def _floats(self, t: torch.Tensor) -> int:
@@ -231,8 +231,12 @@ class NumbaStepper:
             self._feed(np.array([self.plan.vocab.id_of(token)]))
 
 
-def _jit(fn):
-    return numba.njit(cache=True, fastmath=False)(fn) if numba is not None else fn
+def _jit(fn=None, *, fastmath=False):
+    """numba's compiled `fn` (cached on disk), as `@_jit` or
+    `@_jit(fastmath=...)`; `fn` itself without numba."""
+    if fn is None:
+        return lambda f: _jit(f, fastmath=fastmath)
+    return numba.njit(cache=True, fastmath=fastmath)(fn) if numba is not None else fn
 
 
 @_jit
@@ -283,7 +287,7 @@ def _matvec_one(m, x, out, accumulate, outs, out_starts, coefs, split, starts, i
             out[o] = out[o] + v if accumulate else v
 
 
-@numba.njit(cache=True, fastmath={"reassoc"}) if numba is not None else (lambda f: f)
+@_jit(fastmath={"reassoc"})
 def _sum_of_squares(v):
     """Σ v², v contiguous; reassociated so that it runs as vector lanes (in
     order, a running sum is one dependent add per coordinate: 52 norms of

@@ -286,7 +286,8 @@ def replay_by_layers(model, ids: torch.Tensor, window: int, layers_per_pass: int
 
     from qgc.progress import progress
     inner, total, length = model.model, model.config.num_hidden_layers, ids.shape[1]
-    key = _replay_key(model, ids, window, layers_per_pass)
+    # a checkpoint's key samples every weight: not read without one
+    key = _replay_key(model, ids, window, layers_per_pass) if checkpoint else ""
     done, hidden = _resume(checkpoint, key)
     cache = DynamicCache(config=model.config)
     with progress(desc="replay", total=total, unit="layer") as bar:

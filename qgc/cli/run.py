@@ -323,7 +323,8 @@ def _verify(args: argparse.Namespace, config, compiled, vocab, results) -> dict:
     start = time.perf_counter()
     if args.model:          # the build's own model, in its own dtype unless --dtype
         from qgc.runtime.checkpoint import load_checkpoint
-        model, info, _ = load_checkpoint(args.model, getattr(torch, args.dtype or "", None))
+        asked = getattr(torch, args.dtype) if args.dtype else None
+        model, info, _ = load_checkpoint(args.model, asked)
         base_vocab, dtype = info["base_vocab"], model.dtype
     else:
         from qgc.runtime.model import load_base
