@@ -86,10 +86,12 @@ def one_torch_thread():
 @pytest.fixture(scope="module")
 def two_torch_threads():
     """The model tests' large matmuls: both cores (modules opt in with
-    `pytestmark = pytest.mark.usefixtures("two_torch_threads")`)."""
+    `pytestmark = pytest.mark.usefixtures("two_torch_threads")`), or
+    `QGC_TEST_TORCH_THREADS` of them (1 to run two long tests side by side,
+    each on a core of its own)."""
     import torch
     n = torch.get_num_threads()
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ.get("QGC_TEST_TORCH_THREADS", "2")))
     yield
     torch.set_num_threads(n)
 
