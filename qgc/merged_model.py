@@ -125,7 +125,7 @@ def built_model(model_dir: str, path: str, launch, dtype=None):
     the kernel at `path`. It runs in its own dtype unless `dtype` is given;
     which, is said on stderr."""
     info, kernel, program, vocab = _built_host(model_dir, path, launch)
-    model, info, _ = load_checkpoint(model_dir, dtype)
+    model, info, _ = load_checkpoint(model_dir, dtype, info)
     say_dtype(model_dir, model, info, dtype)
     return model, kernel, program, vocab, info["base_vocab"], info["layers"]
 

@@ -219,12 +219,12 @@ def check_kernel(directory: str | Path, info: dict, kernel, vocab: P.Vocabulary)
                        f"('{kernel.kernel_name}', {kernel_fingerprint(kernel)})", 2)
 
 
-def load_checkpoint(directory: str | Path, dtype=None):
+def load_checkpoint(directory: str | Path, dtype=None, info: dict | None = None):
     """The stock model (in `dtype`, else the checkpoint's own), its qgc.json
-    and its GPU vocabulary."""
+    (`info`, where the caller has read it already) and its GPU vocabulary."""
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM
-    info = read_info(directory)
+    info = info or read_info(directory)
     try:
         model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True,
                                                      dtype=dtype or "auto")
@@ -339,11 +339,17 @@ class BuiltLayers:
         weight_map = json.loads(index.read_text())["weight_map"]
         return {name: self.directory / file for name, file in weight_map.items()}
 
+    @cached_property
+    def _opened(self) -> dict:
+        """Weights file → its open (memory-mapped) reader, each opened once."""
+        from safetensors import safe_open
+        return {path: safe_open(path, "pt")      # "pt": numpy has no bfloat16
+                for path in set(self._files.values())}
+
     def _tensor(self, name: str, rows: slice = slice(None)) -> np.ndarray:
         import torch
-        from safetensors import safe_open
-        with safe_open(self._files[name], "pt") as f:   # "pt": numpy has no bfloat16
-            return f.get_slice(name)[rows].to(torch.float32).numpy()
+        reader = self._opened[self._files[name]]
+        return reader.get_slice(name)[rows].to(torch.float32).numpy()
 
     def param(self, index: int, name: str) -> np.ndarray:
         return self._tensor(f"model.layers.{index}.{name}")

@@ -72,12 +72,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=command)
 
 
+#: the engines that run a merged model's weights
+MODEL_ENGINES = ("model", "compact")
 #: flags that only some engines take (dest → the engines); any other flag is every engine's
-ENGINE_FLAGS = {"warp_size": ("ref",), "dtype": ("model", "compact"),
-                "base": ("model", "compact"),
-                "base_config": ("model", "compact"), "model": ("model", "compact"), "generate": ("model",),
-                "replay": ("model",), "trace_png": ("model",), "backend": ("compact",),
-                "device": ("compact",), "verify": ("compact",)}
+ENGINE_FLAGS = {"warp_size": ("ref",),
+                "dtype": MODEL_ENGINES, "base": MODEL_ENGINES, "base_config": MODEL_ENGINES,
+                "model": MODEL_ENGINES,
+                "generate": ("model",), "replay": ("model",), "trace_png": ("model",),
+                "backend": ("compact",), "device": ("compact",), "verify": ("compact",)}
 
 
 def command(args: argparse.Namespace) -> int:
