@@ -19,6 +19,7 @@ _PASSES = {
     "simt-form-blocks": ("simt_form_blocks", "SimtFormBlocksPass"),
     "simt-allocate-registers": ("simt_allocate_registers", "SimtAllocateRegistersPass"),
     "convert-simt-to-tensor": ("convert_simt_to_tensor", "ConvertSimtToTensorPass"),
+    "tensor-split-thresholds": ("tensor_split_thresholds", "TensorSplitThresholdsPass"),
     "tensor-schedule-layers": ("tensor_schedule_layers", "TensorScheduleLayersPass"),
     "convert-tensor-to-weights": ("convert_tensor_to_weights", "ConvertTensorToWeightsPass"),
 }

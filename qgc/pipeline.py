@@ -48,7 +48,8 @@ TENSOR_MEM_WORDS = BANK_WORDS
 
 
 #: Passes whose options are the base text config's (each has `options_of(config)`).
-FOLLOW_THE_BASE = ("tensor-schedule-layers", "convert-tensor-to-weights")
+FOLLOW_THE_BASE = ("tensor-split-thresholds", "tensor-schedule-layers",
+                   "convert-tensor-to-weights")
 
 
 def _new(name: str, **options: Any) -> ModulePass:
@@ -77,6 +78,7 @@ def _stage_passes(name: str) -> Passes:
     if not tensor:
         return ptx + machine
     scheduled = ptx + machine + (_new("convert-simt-to-tensor", max_warps=8),
+                                 _new("tensor-split-thresholds", intermediate=6144),
                                  _new("tensor-schedule-layers", hidden=2048, intermediate=6144,
                                       heads=16))
     if name == "tensor":
