@@ -40,7 +40,7 @@ def thresholds(program: T.ProgramOp) -> list[T.ThresholdOp]:
 
 
 @settings(max_examples=40, deadline=None)
-@given(choices=st.integers(2, 12), width=st.integers(1, 5), grouped=st.booleans(),
+@given(choices=st.integers(3, 12), width=st.integers(1, 5), grouped=st.booleans(),
        data=st.data())
 def test_a_split_pick_gives_the_same_bits(choices, width, grouped, data):
     whole, cut = (pick_program(choices, width, grouped) for _ in range(2))
