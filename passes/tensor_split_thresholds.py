@@ -106,8 +106,8 @@ def split(op: T.ThresholdOp, capacity: int) -> bool:
     whether it was."""
     if op.gadget_neuron_count() <= capacity or not splittable(op):
         return False
-    groups = part_groups(op, capacity)
-    if groups is None or len(groups) < 2:
+    groups = part_groups(op, capacity)     # two or more: the op is wider than a group
+    if groups is None:
         return False
     sets = [set(group) for group in groups]
     pieces = [_group_op(op, group) for group in sets]

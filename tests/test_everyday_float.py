@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_expand_float import _one_entry
 
 from qgc import driver
 from qgc.context import make_context
@@ -96,9 +95,14 @@ def bits(buffers) -> list:
             [struct.pack("<f", v) if isinstance(v, float) else v for v in b] for b in buffers]
 
 
+def parsed(compiler: str):
+    """The whole file: a launch runs (`ref`) or compiles (`apply_for_launch`:
+    `ptx-remove-dead-functions{entry}`) its kernel alone."""
+    return parse_ptx(PTX[compiler].read_text(), PTX[compiler].name)
+
+
 def ref_buffers(name: str, compiler: str):
-    text = _one_entry(PTX[compiler].read_text(), name)
-    return run_ref(parse_ptx(text, PTX[compiler].name), launch_of(name)).buffers
+    return run_ref(parsed(compiler), launch_of(name)).buffers
 
 
 def _programs():
@@ -113,8 +117,7 @@ def _programs():
 
 @pytest.mark.parametrize("name, compiler", list(_programs()))
 def test_the_machine_program_gives_refs_bits(name, compiler):
-    text = _one_entry(PTX[compiler].read_text(), name)
-    module = parse_ptx(text, PTX[compiler].name)
+    module = parsed(compiler)
     lower = up_to(stage("tensor"), "convert-simt-to-tensor")
     if (name, compiler) in REFUSED:
         with pytest.raises(QgcError, match=REFUSED[name, compiler]):
@@ -134,9 +137,9 @@ def _rounded(v: np.float32) -> list[np.float32]:
     return [np.floor(v), np.ceil(v), away, total]
 
 
-def numpy_answer(name: str):
-    """The output buffer numpy computes on its own, for the kernels that need
-    no transcendental function (None for the others)."""
+def numpy_answer(name: str) -> list:
+    """Output buffer 1 as numpy computes it on its own (kernels that need no
+    transcendental function)."""
     if name == "float4_scale":
         a = np.float32(1.7)
         y = X32.reshape(4, 4).copy()
@@ -144,25 +147,24 @@ def numpy_answer(name: str):
         y[:, 1] *= a
         y[:, 2] = np.minimum(y[:, 2] * a, np.float32(1))
         y[:, 3] = np.abs(y[:, 3])
-        return 1, y.ravel().tolist()
+        return y.ravel().tolist()
     if name == "quantize":
         q = np.clip(np.rint(X32 / np.float32(0.05)), -127, 127).astype(int)
-        return 1, q.tolist()
+        return q.tolist()
     if name == "to_half":
-        return 1, X32.astype(np.float16).view(np.uint16).astype(int).tolist()
+        return X32.astype(np.float16).view(np.uint16).astype(int).tolist()
     if name == "max_cas":
-        return 1, [float(X32.max())]
+        return [float(X32.max())]
     if name == "round_modes":
-        return 1, [float(r) for v in X32 for r in _rounded(v)]
-    return None
+        return [float(r) for v in X32 for r in _rounded(v)]
+    raise ValueError(name)
 
 
 @pytest.mark.parametrize("compiler", PTX)
 @pytest.mark.parametrize("name", ["float4_scale", "quantize", "to_half", "max_cas",
                                   "round_modes"])
 def test_ref_gives_numpys_answer(name, compiler):
-    index, want = numpy_answer(name)
-    assert bits([ref_buffers(name, compiler)[index]]) == bits([want])
+    assert bits([ref_buffers(name, compiler)[1]]) == bits([numpy_answer(name)])
 
 
 @pytest.mark.full

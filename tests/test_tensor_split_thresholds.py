@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from xdsl.dialects.builtin import StringAttr
 
 from qgc.dialects import tensor as T
+from qgc.passes.tensor_schedule.dataflow import ScheduleError
 from qgc.passes.tensor_schedule_layers import schedule
 from qgc.passes.tensor_split_thresholds import split
 from qgc.runtime.tensor_engine import run_tensor
@@ -73,7 +74,7 @@ def test_a_pick_that_fits_or_a_signed_sum_is_left_whole():
 
 def test_the_split_program_schedules_where_the_whole_does_not():
     program = pick_program(12, 4, False)             # 48 neurons
-    with pytest.raises(Exception, match="an MLP half has 20"):
+    with pytest.raises(ScheduleError, match="an MLP half has 20"):
         schedule(pick_program(12, 4, False), 128, 20, 1)
     for op in thresholds(program):
         split(op, 19)
