@@ -75,23 +75,43 @@ def _copy_of(op: Operation, dst: RegAttr, src: RegAttr) -> Operation:
 class _Numbering:
     """What one block has computed so far: each value's register (with the
     registers it was computed from, guard included), and the live copies
-    (`dst → (src, guard)`)."""
+    (`dst → (src, guard)`, and by guard `dst → src`). `naming` finds what a
+    write makes stale without a walk over everything known (a walk per write
+    was quadratic in the block): each register's list of the values and
+    copies made naming it, some since dropped, which `forget` skips."""
 
     available: dict[Hashable, tuple[RegAttr, frozenset[RegAttr]]] = field(default_factory=dict)
     copies: dict[RegAttr, tuple[RegAttr, GuardAttr | None]] = field(default_factory=dict)
+    guarded: dict[GuardAttr | None, dict[RegAttr, RegAttr]] = field(default_factory=dict)
+    naming: dict[RegAttr, list[tuple[bool, Hashable]]] = field(default_factory=dict)
 
     def read_through(self, op: simt.MachineOp) -> None:
         """Rename `op`'s sources to what they copy under `op`'s own guard."""
-        mapping = {dst: src for dst, (src, guard) in self.copies.items() if guard == op.guard}
-        if mapping:
-            op.replace_sources(mapping)
+        if mapping := self.guarded.get(op.guard):
+            op.replace_sources(dict(mapping))
+
+    def add_copy(self, dst: RegAttr, src: RegAttr, guard: GuardAttr | None) -> None:
+        self.copies[dst] = (src, guard)
+        self.guarded.setdefault(guard, {})[dst] = src
+        for reg in {dst, src} | ({guard.pred} if guard is not None else set()):
+            self.naming.setdefault(reg, []).append((False, dst))
+
+    def add_value(self, key: Hashable, dst: RegAttr, sources: frozenset[RegAttr]) -> None:
+        self.available[key] = (dst, sources)
+        for reg in sources | {dst}:
+            self.naming.setdefault(reg, []).append((True, key))
 
     def forget(self, d: RegAttr) -> None:
         """`d` is written: what it held, or was computed from, is gone."""
-        self.copies = {k: v for k, v in self.copies.items()
-                       if d not in (k, v[0]) and (v[1] is None or v[1].pred != d)}
-        self.available = {k: v for k, v in self.available.items()
-                          if v[0] != d and d not in v[1]}
+        for is_value, name in self.naming.pop(d, ()):
+            if is_value:
+                value = self.available.get(name)
+                if value is not None and (value[0] == d or d in value[1]):
+                    del self.available[name]
+            elif (copy := self.copies.get(name)) is not None and (
+                    d in (name, copy[0]) or copy[1] is not None and copy[1].pred == d):
+                del self.copies[name]
+                del self.guarded[copy[1]][name]
 
 
 def number_block(block: Block) -> None:
@@ -118,9 +138,9 @@ def number_block(block: Block) -> None:
         for d in op.defs():
             known.forget(d)
         if dst is not None and src is not None:
-            known.copies[dst] = (src, op.guard)
+            known.add_copy(dst, src, op.guard)
         elif key is not None and dst is not None and dst not in op.uses():
-            known.available[key] = (dst, frozenset(op.uses()))
+            known.add_value(key, dst, frozenset(op.uses()))
 
 
 @dataclass(frozen=True)
