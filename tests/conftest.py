@@ -86,12 +86,15 @@ def one_torch_thread():
 @pytest.fixture(scope="module")
 def two_torch_threads():
     """The model tests' large matmuls: both cores (modules opt in with
-    `pytestmark = pytest.mark.usefixtures("two_torch_threads")`), or
-    `QGC_TEST_TORCH_THREADS` of them (1 to run two long tests side by side,
-    each on a core of its own)."""
+    `pytestmark = pytest.mark.usefixtures("two_torch_threads")`), a core each
+    under xdist (two workers with two threads each would spin against each
+    other), or `QGC_TEST_TORCH_THREADS` of them (1 to run two long tests side
+    by side, each on a core of its own)."""
     import torch
     n = torch.get_num_threads()
-    torch.set_num_threads(int(os.environ.get("QGC_TEST_TORCH_THREADS", "2")))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    share = max(1, min(2, len(os.sched_getaffinity(0)) // workers))
+    torch.set_num_threads(int(os.environ.get("QGC_TEST_TORCH_THREADS", share)))
     yield
     torch.set_num_threads(n)
 
