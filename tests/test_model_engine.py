@@ -122,7 +122,7 @@ def check_stock_tokens(compiled, vocab, fed, outputs, dtype: str) -> None:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("name", ["dot", "vector_add"])
+@pytest.mark.parametrize("name", ["dot", pytest.param("vector_add", marks=pytest.mark.full)])
 def test_per_token_stock_layers(machines, name, dtype):
     """Every token of the launch, its step run by stock decoder layers."""
     compiled, vocab, kernel = machines(name, ".ptx")
@@ -166,7 +166,7 @@ def test_per_token_stock_layers_of_every_example(machines, name, dtype):
 
 @pytest.mark.parametrize("name, suffix", [
     pytest.param(n, s, marks=[] if (n, s) == ("dot", ".ptx") else [pytest.mark.full])
-    for n, s in SKELETON])      # CI: nvcc's dot (vector_add's steps: per token above); full: all
+    for n, s in SKELETON])      # CI: nvcc's dot; make test-full: all four
 def test_launch_through_the_merged_model(machines, base_config, name, suffix):
     """The launch decoded greedily by one stock `Qwen3_5ForCausalLM` (the
     compiled layers, the readout, the base's layers) with its own cache, the

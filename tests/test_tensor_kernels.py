@@ -34,7 +34,7 @@ IN_CI = {("branchy", "nvcc"), ("reduce_shared", "nvcc"), ("reverse_dynshared", "
          ("warp_reduce_shfl", "clang"), ("matmul4x4", "nvcc"), ("pointer_arith64", "nvcc"),
          ("floyd_step_i", "nvcc"), ("transpose_tiled_i", "nvcc"),
          ("atomic64_cas_exch", "nvcc"), ("shared_s16", "nvcc"), ("pointer_select", "nvcc"),
-         ("saxpy_f32", "nvcc"), ("uniform_loads", "nvcc"), ("uniform_loads", "clang")}
+         ("saxpy_f32", "nvcc"), ("uniform_loads", "nvcc")}
 COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))
 
 
@@ -94,7 +94,7 @@ def _random_programs_agree(families: list[str], examples: int) -> None:
 def test_random_branching_and_shared_programs_on_the_tensor_level():
     """Divergence, loops, shared memory and barriers: registers live across
     steps, lanes reconverge by min-PC, warps wait at barriers."""
-    _random_programs_agree(["branch", "shared"], 4)
+    _random_programs_agree(["branch", "shared"], 3)
 
 
 def test_random_straight_line_and_atomic_programs_on_the_tensor_level():
@@ -103,14 +103,15 @@ def test_random_straight_line_and_atomic_programs_on_the_tensor_level():
 
 def test_random_float_programs_on_the_tensor_level():
     """f32 ops expanded into integer programs (`simt-expand-float`): the
-    generator's oracle is numpy's float32."""
-    _random_programs_agree(["f32"], 2)
+    generator's oracle is numpy's float32 (one here, some 10 s; 60 drawn
+    from every family under `make test-full`)."""
+    _random_programs_agree(["f32"], 1)
 
 
 def test_random_pointer_and_local_programs_on_the_tensor_level():
     """Located accesses (the buffer holding each lane's address found at run
     time) and per-thread .local frames."""
-    _random_programs_agree(["pointer", "local"], 4)
+    _random_programs_agree(["pointer", "local"], 3)
 
 
 @pytest.mark.full
