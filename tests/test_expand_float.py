@@ -147,15 +147,19 @@ def _has_floats(module) -> bool:
                for kernel in simt.kernels_of(module) for op in kernel.walk())
 
 
-@hypothesis.settings(max_examples=60, deadline=None)
-@hypothesis.given(_programs())
-def test_expansion_is_bit_exact(program):
+def _expands_bit_exactly(program) -> None:
     text, launch = program
     want = run_simt(_parsed(text), launch).buffers
     for pipeline in PIPELINES:
         module = _compiled(text, pipeline)
         assert not _has_floats(module), pipeline
         assert run_simt(module, launch).buffers == want, (pipeline, text, launch)
+
+
+@pytest.mark.parametrize("examples", [40, pytest.param(400, marks=pytest.mark.full)])
+def test_expansion_is_bit_exact(examples):
+    hypothesis.settings(max_examples=examples, deadline=None)(
+        hypothesis.given(_programs())(_expands_bit_exactly))()
 
 
 # ------------------------------------------------------------ routines
