@@ -195,6 +195,7 @@ class NumbaStepper:
         self.h = np.zeros((len(self.rows[0]), batch), np.float32)
         self.h_code = np.zeros((len(self.code), batch), np.float32)
         self.scores = np.zeros((len(self.codes), batch), np.float32)
+        self.prompt_work = np.zeros(0, np.float32)     # a prefill's, grown to its prompt
 
     @property
     def nbytes(self) -> int:
@@ -219,16 +220,32 @@ class NumbaStepper:
         _embed(self.rows, np.asarray(ids, np.int64), self.h)
         live = np.ones(self.batch, np.bool_) if active is None else active
         _step(self.h, live, p.layers, p.matrices, p.floats_a, p.reads_a, self.state,
-              self.window, self.work, np.float32(self.plan.eps))
+              self.window, self.work, np.float32(self.plan.eps), False)
 
     def __call__(self, token: P.Token) -> P.Token | None:
         ids = np.array([self.plan.vocab.id_of(token)])
         return self.plan.vocab.token(int(self.step(ids)[0]))
 
     def prefill(self, tokens: Sequence[P.Token]) -> None:
-        """The prompt's tokens, without the readout (nothing reads its choice)."""
-        for token in tokens:
-            self._feed(np.array([self.plan.vocab.id_of(token)]))
+        """The prompt's tokens in one pass, as a batch goes through a step
+        (each weight read once for all of them), but as one launch's
+        sequence: the convolution windows and the heads' states take the
+        tokens in order. No readout (nothing reads its choice). A batch
+        stepper's launches are fed token by token (`run_traces`)."""
+        self.prefill_ids(np.array([self.plan.vocab.id_of(t) for t in tokens], np.int64))
+
+    def prefill_ids(self, ids: np.ndarray) -> None:
+        """`prefill` of the tokens with these ids."""
+        if self.batch != 1:
+            raise ValueError("a prefill is one launch's prompt")
+        p, count = self.packed, len(ids)
+        h = np.zeros((len(self.rows[0]), count), np.float32)
+        _embed(self.rows, np.asarray(ids, np.int64), h)
+        size = p.work_size * count + 2 * self.plan.layers[0].dv   # the head's two at the end
+        if len(self.prompt_work) < size:
+            self.prompt_work = np.zeros(size, np.float32)
+        _step(h, np.ones(count, np.bool_), p.layers, p.matrices, p.floats_a, p.reads_a,
+              self.state, self.window, self.prompt_work[:size], np.float32(self.plan.eps), True)
 
 
 def _jit(fn=None, *, fastmath=False):
@@ -374,18 +391,21 @@ def _silu_all(a):
 
 
 @_jit
-def _conv(mixed, conv, taps, window, w0):
-    """The causal convolution of each channel over its window, which moves on."""
+def _conv(mixed, conv, taps, window, w0, sequence):
+    """The causal convolution of each channel over its window, which moves
+    on: launch b's window for column b, or (`sequence`) the one launch's
+    for every column, in order."""
     width, batch = mixed.shape
     for c in range(width):
         at = w0 + c * (taps - 1)
         for b in range(batch):
+            w = 0 if sequence else b
             s = conv[c * taps + taps - 1] * mixed[c, b]
             for j in range(taps - 1):
-                s += conv[c * taps + j] * window[at + j, b]
+                s += conv[c * taps + j] * window[at + j, w]
             for j in range(taps - 2):
-                window[at + j, b] = window[at + j + 1, b]
-            window[at + taps - 2, b] = mixed[c, b]
+                window[at + j, w] = window[at + j + 1, w]
+            window[at + taps - 2, w] = mixed[c, b]
             mixed[c, b] = s
 
 
@@ -456,10 +476,12 @@ def _scratch(work, rows, batch, zeroed=True):
 
 
 @_jit
-def _step(h, active, layers, matrices, floats, reads, state, window, work, eps):
+def _step(h, active, layers, matrices, floats, reads, state, window, work, eps, sequence):
     """Every layer on the residuals `h` (coordinates × launches), in place;
     the layers' intermediate vectors live in `work` (allocating them per
-    token costs more than computing them)."""
+    token costs more than computing them). With `sequence`, h's columns are
+    one launch's tokens in order (a prefill): they share its states and
+    windows, which take them one after another."""
     hidden, batch = h.shape
     for li in range(layers.shape[0]):
         L = layers[li]
@@ -471,7 +493,7 @@ def _step(h, active, layers, matrices, floats, reads, state, window, work, eps):
             mixed, rest = _scratch(rest, n * (2 * dk + dv), batch)
             _matvec(L[QKV], x, mixed, False, *matrices)
             if not L[CONV_IDENTITY]:
-                _conv(mixed, floats[L[CONV]:], L[TAPS], window, L[WINDOW])
+                _conv(mixed, floats[L[CONV]:], L[TAPS], window, L[WINDOW], sequence)
             _silu_all(mixed)
             z, rest = _scratch(rest, n * dv, batch)
             _matvec(L[Z], x, z, False, *matrices)
@@ -486,7 +508,7 @@ def _step(h, active, layers, matrices, floats, reads, state, window, work, eps):
                     continue
                 for hd in range(n):
                     at = L[STATE] + hd * dk * dv
-                    S = state[b, at:at + dk * dv].reshape(dk, dv)
+                    S = state[0 if sequence else b, at:at + dk * dv].reshape(dk, dv)
                     _head(L, hd, n, mixed, b, beta[hd, b], a[hd, b], z, o_all, S, floats, eps,
                           delta, o)
             _matvec(L[OUT], o_all, h, True, *matrices)

@@ -165,6 +165,23 @@ def test_numba_gives_the_torch_residuals_on_a_made_up_plan(convolution):
         assert (named == (want[:, t, plan.code] @ plan.codes.T).argmax(-1).numpy()).all()
 
 
+@pytest.mark.parametrize("convolution", [True, False], ids=["convolution", "identity"])
+def test_a_prefill_takes_the_prompt_in_order(convolution):
+    """A launch's prompt in one numba pass (its tokens as the columns of a
+    step, sharing the launch's windows and states in order), then its last
+    token: the torch form's residual after feeding them one by one, and its
+    next id."""
+    plan = made_up_plan(convolution)
+    for stream in STREAMS:
+        want = torch_residuals(plan, list(stream))[-1]
+        stepper = NumbaStepper(plan)
+        stepper.prefill_ids(stream[:-1])
+        named = stepper.step(stream[-1:])
+        got = torch.from_numpy(stepper.h[:, 0].copy())
+        assert (got - want).abs().max() <= 1e-5 * want.abs().max()
+        assert named[0] == int((want[plan.code] @ plan.codes.T).argmax())
+
+
 def _examples():
     for case in cases():       # nvcc's (clang's give the same traces: the tests above)
         if case.info is None and case.compiler == "nvcc":
