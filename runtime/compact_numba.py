@@ -230,22 +230,23 @@ class NumbaStepper:
         """The prompt's tokens in one pass, as a batch goes through a step
         (each weight read once for all of them), but as one launch's
         sequence: the convolution windows and the heads' states take the
-        tokens in order. No readout (nothing reads its choice). A batch
-        stepper's launches are fed token by token (`run_traces`)."""
-        self.prefill_ids(np.array([self.plan.vocab.id_of(t) for t in tokens], np.int64))
+        tokens in order. No readout (nothing reads its choice)."""
+        self.prefill_row(0, np.array([self.plan.vocab.id_of(t) for t in tokens], np.int64))
 
-    def prefill_ids(self, ids: np.ndarray) -> None:
-        """`prefill` of the tokens with these ids."""
-        if self.batch != 1:
-            raise ValueError("a prefill is one launch's prompt")
+    def prefill_row(self, row: int, ids: np.ndarray) -> None:
+        """`prefill` of the tokens with these ids for launch `row` of the
+        batch (`run_traces` prefills each launch's prompt so)."""
         p, count = self.packed, len(ids)
         h = np.zeros((len(self.rows[0]), count), np.float32)
         _embed(self.rows, np.asarray(ids, np.int64), h)
         size = p.work_size * count + 2 * self.plan.layers[0].dv   # the head's two at the end
         if len(self.prompt_work) < size:
             self.prompt_work = np.zeros(size, np.float32)
+        window = np.ascontiguousarray(self.window[:, row:row + 1])   # the row's, as a batch of one
         _step(h, np.ones(count, np.bool_), p.layers, p.matrices, p.floats_a, p.reads_a,
-              self.state, self.window, self.prompt_work[:size], np.float32(self.plan.eps), True)
+              self.state[row:row + 1], window, self.prompt_work[:size],
+              np.float32(self.plan.eps), True)
+        self.window[:, row:row + 1] = window
 
 
 def _jit(fn=None, *, fastmath=False):

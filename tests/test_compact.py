@@ -175,7 +175,7 @@ def test_a_prefill_takes_the_prompt_in_order(convolution):
     for stream in STREAMS:
         want = torch_residuals(plan, list(stream))[-1]
         stepper = NumbaStepper(plan)
-        stepper.prefill_ids(stream[:-1])
+        stepper.prefill_row(0, stream[:-1])
         named = stepper.step(stream[-1:])
         got = torch.from_numpy(stepper.h[:, 0].copy())
         assert (got - want).abs().max() <= 1e-5 * want.abs().max()
