@@ -335,20 +335,10 @@ def _inverse_rms(x, eps):
 
 
 @_jit
-def _rms(x, weight, eps, out):
-    """Qwen3.5's RMSNorm of each column of `x` into `out`."""
-    scale = _inverse_rms(x, eps)
-    for i in range(x.shape[0]):
-        for b in range(x.shape[1]):
-            out[i, b] = x[i, b] * scale[b] * weight[i]
-    return out
-
-
-@_jit
 def _rms_at(x, weight, eps, out, reads, at):
-    """`_rms` written only at the coordinates reads[at + 1 : at + 1 +
-    reads[at]] (the ones the layer's projections read); none when there are
-    none."""
+    """Qwen3.5's RMSNorm of each column of `x` into `out`, written only at
+    the coordinates reads[at + 1 : at + 1 + reads[at]] (the ones the
+    layer's projections read); none when there are none."""
     count = reads[at]
     if count == 0:
         return
@@ -411,58 +401,53 @@ def _conv(mixed, conv, taps, window, w0, sequence):
 
 
 @_jit
-def _squares(x, start, length, b):
-    """Σ x[start:start + length, b]², one running sum."""
-    s = np.float32(0.0)
-    for i in range(start, start + length):
-        s += x[i, b] * x[i, b]
-    return s
-
-
-@_jit
-def _head(L, hd, n, mixed, b, beta_in, a_in, z, o_all, S, floats, eps, delta, o):
-    """One used head of launch `b`: the gated delta rule on its state `S`
-    (dk × dv) and the gated RMSNorm of its output into `o_all`; `delta` and
-    `o` (dv × 1) are scratch."""
+def _head(L, hd, n, m, beta_in, a_in, z, o_all, S, floats, eps, delta, o):
+    """One used head of one launch and token: the gated delta rule on its
+    state `S` (dk × dv) and the gated RMSNorm of its output into `o_all`.
+    `m` (the token's q, k and v channels), `z` and `o_all` are that token's
+    columns; `delta` and `o` (dv) are scratch. A zero key leaves the
+    state as it is and a zero query reads nothing (most heads on most
+    tokens: a key has 0.12 non-zero components on average, a query 1.5)."""
     dk, dv = L[DK], L[DV]
     q0, k0, v0 = hd * dk, n * dk + hd * dk, 2 * n * dk + hd * dv
-    q_squares, k_squares = _squares(mixed, q0, dk, b), _squares(mixed, k0, dk, b)
-    if q_squares == 0 and k_squares == 0 and not L[DECAYS]:
-        return      # q = k = 0 (most heads on most tokens): S stays, the output is 0
-    # torch's l2norm: x / √(Σ x² + 1e-6)
-    q_scale = np.float32(1.0) / np.sqrt(q_squares + np.float32(1e-6))
-    k_scale = np.float32(1.0) / np.sqrt(k_squares + np.float32(1e-6))
-    root_dk = np.sqrt(np.float32(dk))
-    beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-beta_in))
+    q_squares, k_squares = _sum_of_squares(m[q0:q0 + dk]), _sum_of_squares(m[k0:k0 + dk])
     if L[DECAYS]:
         t = a_in + floats[L[DT_BIAS] + hd]
         soft = np.log1p(np.exp(t)) if t < 20 else t
         S *= np.exp(floats[L[DECAY] + hd] * soft)
-    delta[:] = 0
-    for d in range(dk):              # a key has few non-zero components
-        kd = mixed[k0 + d, b] * k_scale
-        if kd != 0:
-            for j in range(dv):
-                delta[j, 0] += S[d, j] * kd
-    for j in range(dv):
-        delta[j, 0] = (mixed[v0 + j, b] - delta[j, 0]) * beta
+    if k_squares != 0:
+        # torch's l2norm: x / √(Σ x² + 1e-6)
+        k_scale = np.float32(1.0) / np.sqrt(k_squares + np.float32(1e-6))
+        beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-beta_in))
+        delta[:] = 0
+        for d in range(dk):
+            kd = m[k0 + d] * k_scale
+            if kd != 0:
+                for j in range(dv):
+                    delta[j] += S[d, j] * kd
+        for j in range(dv):
+            delta[j] = (m[v0 + j] - delta[j]) * beta
+        for d in range(dk):
+            kd = m[k0 + d] * k_scale
+            if kd != 0:
+                for j in range(dv):
+                    S[d, j] += kd * delta[j]
+    if q_squares == 0:
+        return      # the output is 0 (o_all's as made)
+    q_scale = np.float32(1.0) / np.sqrt(q_squares + np.float32(1e-6))
+    root_dk = np.sqrt(np.float32(dk))
     o[:] = 0
-    read = False
     for d in range(dk):
-        kd, qd = mixed[k0 + d, b] * k_scale, mixed[q0 + d, b] * q_scale / root_dk
-        if kd != 0:
-            for j in range(dv):
-                S[d, j] += kd * delta[j, 0]
+        qd = m[q0 + d] * q_scale / root_dk
         if qd != 0:
-            read = True
             for j in range(dv):
-                o[j, 0] += S[d, j] * qd
-    if not read:
-        return      # q = 0: the output is 0 (o_all's as made)
-    _rms(o, floats[L[HEAD_NORM]:L[HEAD_NORM] + dv], eps, o)
+                o[j] += S[d, j] * qd
+    # the gated RMSNorm: o · rms scale · weight · SiLU(z)
+    scale = np.float32(1.0) / np.sqrt(_sum_of_squares(o) / np.float32(dv) + eps)
+    weight = floats[L[HEAD_NORM]:L[HEAD_NORM] + dv]
     for j in range(dv):
-        if o[j, 0] != 0:             # else the product is a zero (o_all's as made)
-            o_all[hd * dv + j, b] = o[j, 0] * _silu(z[hd * dv + j, b])
+        if o[j] != 0:                # else the product is a zero (o_all's as made)
+            o_all[hd * dv + j] = o[j] * scale * weight[j] * _silu(z[hd * dv + j])
 
 
 @_jit
@@ -503,15 +488,15 @@ def _step(h, active, layers, matrices, floats, reads, state, window, work, eps, 
             a, rest = _scratch(rest, n, batch)
             _matvec(L[A], x, a, False, *matrices)
             o_all, rest = _scratch(rest, n * dv, batch)
-            delta, o = work[-2 * dv:-dv].reshape(dv, 1), work[-dv:].reshape(dv, 1)
+            delta, o = work[-2 * dv:-dv], work[-dv:]
             for b in range(batch):
                 if not active[b]:
                     continue
                 for hd in range(n):
                     at = L[STATE] + hd * dk * dv
                     S = state[0 if sequence else b, at:at + dk * dv].reshape(dk, dv)
-                    _head(L, hd, n, mixed, b, beta[hd, b], a[hd, b], z, o_all, S, floats, eps,
-                          delta, o)
+                    _head(L, hd, n, mixed[:, b], beta[hd, b], a[hd, b], z[:, b], o_all[:, b], S,
+                          floats, eps, delta, o)
             _matvec(L[OUT], o_all, h, True, *matrices)
         _rms_at(h, floats[L[NORM_POST]:L[NORM_POST] + hidden], eps, x, reads, L[READ_POST])
         neurons = L[NEURONS]

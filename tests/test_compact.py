@@ -44,17 +44,28 @@ def _params():
         yield pytest.param(case, id=f"{case.name}-{case.compiler}-h{case.hidden}", marks=marks)
 
 
+_last_compiled: dict = {}
+
+
+def _compiled(case, config):
+    """A case's build and its ideal trace, kept for the next test (the two
+    backends of a case run one after the other)."""
+    if case.key not in _last_compiled:
+        layers, kernel, program, vocab = compile_with_host(str(case.path), config, case.launch)
+        ideal = run_trace(kernel, vocab, case.launch, tensor_stepper(program, vocab))
+        _last_compiled.clear()
+        _last_compiled[case.key] = layers, kernel, vocab, ideal, CompactPlan.of(layers, config)
+    return _last_compiled[case.key]
+
+
+@pytest.mark.parametrize("backend", [NumbaStepper, CompactStepper], ids=["numba", "torch"])
 @pytest.mark.parametrize("case", list(_params()))
-def test_compact_gives_the_tensor_engines_trace(configs, case):
-    config = configs[case.hidden]
-    layers, kernel, program, vocab = compile_with_host(str(case.path), config, case.launch)
-    ideal = run_trace(kernel, vocab, case.launch, tensor_stepper(program, vocab))
-    plan = CompactPlan.of(layers, config)
-    for stepper in (CompactStepper(plan), NumbaStepper(plan)):
-        got = run_trace(kernel, vocab, case.launch, stepper)
-        assert [t.spelled() for t in got.tokens] == [t.spelled() for t in ideal.tokens]
-        assert got.predicted == ideal.predicted
-        case.check(got.buffers)
+def test_compact_gives_the_tensor_engines_trace(configs, case, backend):
+    layers, kernel, vocab, ideal, plan = _compiled(case, configs[case.hidden])
+    got = run_trace(kernel, vocab, case.launch, backend(plan))
+    assert [t.spelled() for t in got.tokens] == [t.spelled() for t in ideal.tokens]
+    assert got.predicted == ideal.predicted
+    case.check(got.buffers)
     assert 0 < plan.weights < layers.count * 2_000_000   # the non-zero part, not 58.8 M a layer
 
 
