@@ -22,7 +22,7 @@ demo: install ## compile the dot product, run it on the compiled weights, verify
 	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine compact --verify \
 	    --base-config small
 
-demo-2b: install ## the dot product verified by the whole merged 2B stand-in in bfloat16 (~1 min, 10 GB)
+demo-2b: install ## the dot product verified by the whole merged 2B stand-in in bfloat16 (1-2½ min, 10 GB)
 	qgc run $(DOT)/dot.ptx --launch $(DOT)/launch.json --engine compact --verify \
 	    --dtype bfloat16
 
