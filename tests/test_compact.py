@@ -176,6 +176,43 @@ def test_numba_gives_the_torch_residuals_on_a_made_up_plan(convolution):
         assert (named == (want[:, t, plan.code] @ plan.codes.T).argmax(-1).numpy()).all()
 
 
+def _silent_heads_plan() -> CompactPlan:
+    """The made-up plan (no taps) with head 0 of its first layer (which
+    decays) querying and head 1 keying only coordinate 3, which the even
+    tokens' rows hold at 0: on those, head 0 reads nothing and head 1
+    writes nothing, while the odd tokens read and write."""
+    from qgc.runtime.compact import Block
+    plan = made_up_plan(False)
+    layer, dk = plan.layers[0], plan.layers[0].dk
+    heads = len(layer.heads)
+    w = layer.qkv.weight.to_dense() if layer.qkv.weight.layout == torch.sparse_csr \
+        else layer.qkv.weight
+    dense = torch.zeros(len(layer.qkv.rows), int(layer.qkv.cols.max()) + 1)
+    dense[layer.qkv.filled[:, None], layer.qkv.cols[None, :]] = w
+    for rows in (slice(0, dk), slice(heads * dk + dk, heads * dk + 2 * dk)):
+        keep = dense[rows, 3].clone()
+        dense[rows] = 0
+        dense[rows, 3] = keep
+    r, c = np.nonzero(dense.numpy())
+    layer.qkv = Block.of(((r, c), dense.numpy()[r, c]), layer.qkv.rows.numpy())
+    plan.rows[::2, 3] = 0
+    return plan
+
+
+def test_heads_with_a_silent_key_or_query_keep_the_torch_residuals():
+    """A head whose key is zero on a token skips its delta rule there, one
+    whose query is zero skips its read (the decay still applies): the
+    torch form's residuals after each token, over launches that mix such
+    tokens with ones that key and query."""
+    plan = _silent_heads_plan()
+    want = torch.stack([torch_residuals(plan, list(s)) for s in STREAMS])
+    stepper = NumbaStepper(plan, batch=len(STREAMS))
+    for t, ids in enumerate(STREAMS.T):
+        stepper.step(ids)
+        got = torch.from_numpy(stepper.h.T.copy())
+        assert (got - want[:, t]).abs().max() <= 1e-5 * want.abs().max()
+
+
 @pytest.mark.parametrize("convolution", [True, False], ids=["convolution", "identity"])
 def test_a_prefill_takes_the_prompt_in_order(convolution):
     """A launch's prompt in one numba pass (its tokens as the columns of a
