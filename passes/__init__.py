@@ -9,6 +9,8 @@ from xdsl.passes import ModulePass
 _PASSES = {
     "ptx-strip-debug-info": ("ptx_strip_debug_info", "PtxStripDebugInfoPass"),
     "ptx-remove-dead-functions": ("ptx_remove_dead_functions", "PtxRemoveDeadFunctionsPass"),
+    "ptx-lower-barrier-reductions": ("ptx_lower_barrier_reductions",
+                                     "PtxLowerBarrierReductionsPass"),
     "convert-ptx-to-simt": ("convert_ptx_to_simt", "ConvertPtxToSimtPass"),
     "simt-if-convert": ("simt_if_convert", "SimtIfConvertPass"),
     "simt-rename-webs": ("simt_rename_webs", "SimtRenameWebsPass"),
