@@ -23,6 +23,7 @@ from qgc.passes.ptx_to_simt.blocks import (
 )
 from qgc.passes.ptx_to_simt.carry import CarryOps, is_carry_op
 from qgc.passes.ptx_to_simt.common import INT32, SUBWORD, WIDE, WORD32, unsupported
+from qgc.passes.ptx_to_simt.composite import CompositeOps
 from qgc.passes.ptx_to_simt.doubles import DoubleOps, as_bits
 from qgc.passes.ptx_to_simt.floats import FloatOps
 from qgc.passes.ptx_to_simt.legalize import Emitter, Wide
@@ -35,8 +36,9 @@ from qgc.passes.ptx_to_simt.warp import WarpOps
 from qgc.passes.ptx_to_simt.wide import WideOps
 
 
-class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, DoubleOps, SubwordOps,
-               WarpOps, MemoryAccesses, Ordering, WideOps, AddressArithmetic, CarryOps):
+class Selector(KernelParameters, ControlFlow, ScalarOps, CompositeOps, FloatOps, DoubleOps,
+               SubwordOps, WarpOps, MemoryAccesses, Ordering, WideOps, AddressArithmetic,
+               CarryOps):
     """Selects the machine ops of one PTX entry (`run` gives its `simt.kernel`)."""
 
     def __init__(self, entry: ptx.EntryOp, mem_words: int, values: frozenset[str] = frozenset()):
@@ -262,6 +264,10 @@ class Selector(KernelParameters, ControlFlow, ScalarOps, FloatOps, DoubleOps, Su
             return self.pred_logic(inst, guard)
         if base in ("shfl", "vote", "activemask"):
             return self.warp_op(inst, guard)
+        if base == "sad":
+            return self.sad(inst, guard)
+        if base == "dp4a":
+            return self.dp4a(inst, guard)
         if base == "mov":
             return self.mov(inst, guard)
         if base == "setp":
