@@ -11,6 +11,7 @@ _PASSES = {
     "ptx-remove-dead-functions": ("ptx_remove_dead_functions", "PtxRemoveDeadFunctionsPass"),
     "ptx-lower-barrier-reductions": ("ptx_lower_barrier_reductions",
                                      "PtxLowerBarrierReductionsPass"),
+    "ptx-expand-wide-divrem": ("ptx_expand_wide_divrem", "PtxExpandWideDivremPass"),
     "convert-ptx-to-simt": ("convert_ptx_to_simt", "ConvertPtxToSimtPass"),
     "simt-if-convert": ("simt_if_convert", "SimtIfConvertPass"),
     "simt-rename-webs": ("simt_rename_webs", "SimtRenameWebsPass"),
