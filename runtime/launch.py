@@ -35,7 +35,7 @@ from typing import Any
 
 from qgc.diagnostics import QgcError, format_diagnostic
 
-ELEMENT_TYPES = ("u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64", "f32")
+ELEMENT_TYPES = ("u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64", "f32", "f64")
 TYPE_SIZES = {t: int(t[1:]) // 8 for t in ELEMENT_TYPES}
 FLOAT_STRINGS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 MAX_BLOCK_THREADS = 1024
@@ -333,8 +333,8 @@ class _Parser:
         return Arg(elem, True, data=values, offset=item.get("offset", 0), name=name)
 
     def scalar(self, elem: str, value: Any, path: str) -> int | float:
-        if elem == "f32":
-            return self.f32_value(value, path)
+        if elem in ("f32", "f64"):
+            return self.float_value(elem, value, path)
         if not _is_int(value):
             raise self.error(path, f"expected an integer ({elem}), got {_show(value)}")
         bits = TYPE_SIZES[elem] * 8
@@ -344,18 +344,21 @@ class _Parser:
             raise self.error(path, f"{_show(value)} does not fit {elem} ({lo}..{hi})")
         return value
 
-    def f32_value(self, value: Any, path: str) -> float:
+    def float_value(self, elem: str, value: Any, path: str) -> float:
+        """An f32 or f64 value: a JSON number (an f32 must be one exactly,
+        as the result JSON prints it) or "nan", "inf", "-inf"."""
         if isinstance(value, str) and value in FLOAT_STRINGS:
             return FLOAT_STRINGS[value]
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.error(path, f"expected a number or \"nan\", \"inf\", \"-inf\" (f32), "
+            raise self.error(path, f"expected a number or \"nan\", \"inf\", \"-inf\" ({elem}), "
                              f"got {_show(value)}")
         try:
             x = float(value)
-            struct.pack("<f", x)
+            struct.pack("<f" if elem == "f32" else "<d", x)
         except (OverflowError, ValueError):
-            raise self.error(path, f"{_show(value)} does not fit f32 (largest finite "
-                             "magnitude 3.4028235e+38)") from None
+            largest = "3.4028235e+38" if elem == "f32" else "1.7976931348623157e+308"
+            raise self.error(path, f"{_show(value)} does not fit {elem} (largest finite "
+                             f"magnitude {largest})") from None
         return x
 
 

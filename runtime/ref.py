@@ -517,7 +517,7 @@ def run_cta(cta: Cta, steps: list[Callable], budget: int, max_steps: int | None 
 # ------------------------------------------------------------- arguments
 
 _STRUCT = {"u8": "B", "s8": "b", "u16": "H", "s16": "h", "u32": "I", "s32": "i",
-           "u64": "Q", "s64": "q", "f32": "f"}
+           "u64": "Q", "s64": "q", "f32": "f", "f64": "d"}
 
 
 def check_args(entry: ptx.EntryOp, args: list[Arg]) -> None:
@@ -547,7 +547,7 @@ def _arg_problem(arg: Arg, param: ptx.ParamOp) -> str:
         return ""
     if bits != TYPE_SIZES[arg.type] * 8:
         return f"a {arg.type} value cannot be passed to {what} (sizes differ)"
-    if (arg.type == "f32") != (ptype[0] == "f") and ptype[0] != "b":
+    if (arg.type[0] == "f") != (ptype[0] == "f") and ptype[0] != "b":
         return f"a {arg.type} value cannot be passed to {what}"
     return ""
 
@@ -571,6 +571,8 @@ def _param_space(program: Program, args: list[Arg], bases: dict[int, int]) -> Ad
             value = (bases[i] + arg.offset * TYPE_SIZES[arg.type]) & mask(64)
         elif arg.type == "f32":
             value = struct.unpack("<I", struct.pack("<f", arg.value))[0]
+        elif arg.type == "f64":
+            value = struct.unpack("<Q", struct.pack("<d", arg.value))[0]
         else:
             value = arg.value & mask(8 * size)
         space.add(slot.address, size, slot.label, value.to_bytes(size, "little"))

@@ -56,7 +56,7 @@ def test_from_text_and_path(tmp_path):
 @pytest.mark.parametrize("mutate, message", [
     (lambda o: o["args"][2].update(type="i32*"),
      "launch.json: error: args[2].type: unknown type 'i32*' (expected one of u8 s8 u16 s16 u32 "
-     "s32 u64 s64 f32, with '*' for a pointer)"),
+     "s32 u64 s64 f32 f64, with '*' for a pointer)"),
     (lambda o: o["args"][3].update(type="i32"),
      "launch.json: error: args[3].type: unknown type 'i32' (expected one of"),
     (lambda o: o.update(grid=[1, 0]), "launch.json: error: grid[1]: expected a positive integer, got 0"),
@@ -409,3 +409,60 @@ def test_blame_names_the_file_of_a_launch_read_from_one(tmp_path):
         with pytest.raises(LaunchError) as caught, blame(launch):
             raise LaunchError("too big")
         assert str(caught.value) == shown
+
+
+F64_KERNEL = """.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry scale(.param .u64 scale_param_0, .param .f64 scale_param_1)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<5>;
+    .reg .f64 %fd<4>;
+    ld.param.u64 %rd1, [scale_param_0];
+    ld.param.f64 %fd1, [scale_param_1];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 8;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.f64 %fd2, [%rd4];
+    mul.rn.f64 %fd3, %fd2, %fd1;
+    add.rn.f64 %fd3, %fd3, 0d3FB999999999999A;
+    st.global.f64 [%rd4], %fd3;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["ref", "simt"])
+def test_f64_buffers_and_scalars(tmp_path, capsys, engine):
+    """An f64 buffer and scalar (double kernels): JSON numbers in, the
+    float64 results out as numbers that round-trip (Python's arithmetic
+    is the same IEEE double), and the special values as strings."""
+    from qgc.cli import main
+    data = [1.5, -0.1, 1e300, 2.0 ** -1074, "inf", "nan", 0.0, -3.25]
+    ptx, spec = tmp_path / "scale.ptx", tmp_path / "scale.json"
+    ptx.write_text(F64_KERNEL)
+    spec.write_text(json.dumps({"grid": [1, 1, 1], "block": [8, 1, 1], "args": [
+        {"type": "f64*", "data": data}, {"type": "f64", "value": 1.1}]}))
+    assert main(["run", str(ptx), "--launch", str(spec), "--engine", engine]) == 0
+    got = json.loads(capsys.readouterr().out)["buffers"][0]
+    floats = [float(v) for v in data]
+    want = [format_value(v * 1.1 + 0.1) for v in floats]
+    assert got == want
+
+
+def format_value(x: float):
+    return json.loads(format_result([[x]]))["buffers"][0][0]
+
+
+def test_an_f64_value_does_not_fit_an_f32_parameter(tmp_path, capsys):
+    from qgc.cli import main
+    ptx, spec = tmp_path / "scale.ptx", tmp_path / "scale.json"
+    ptx.write_text(F64_KERNEL.replace(".param .f64 scale_param_1", ".param .f32 scale_param_1")
+                   .replace("ld.param.f64 %fd1", "ld.param.f32 %r1").replace("%fd2, %fd1", "%fd2, %fd2"))
+    spec.write_text(json.dumps({"grid": [1, 1, 1], "block": [1, 1, 1], "args": [
+        {"type": "f64*", "data": [1.0]}, {"type": "f64", "value": 1.1}]}))
+    assert main(["run", str(ptx), "--launch", str(spec), "--engine", "ref"]) != 0
+    err = capsys.readouterr().err
+    assert "args[1]: a f64 value cannot be passed to parameter 'scale_param_1'" in err

@@ -109,6 +109,8 @@ class KernelParameters:
                               "an aggregate parameter")
         if bits == 64 and ptype[0] != "f":
             mtype = "ptr"
+        elif ptype == "f64":           # a double: its bits, as a 64-bit scalar
+            mtype = "b64"
         elif bits in (8, 16, 32) and ptype not in ("f16", "bf16"):
             mtype = ptype
         else:

@@ -56,6 +56,9 @@ def encode_element(elem: str, value) -> list[int]:
     first), a sub-word one takes a word of its own (zero-extended)."""
     if elem == "f32":
         return [struct.unpack("<I", struct.pack("<f", value))[0]]
+    if elem == "f64":
+        bits = struct.unpack("<Q", struct.pack("<d", value))[0]
+        return [bits & M32, bits >> 32]
     size = TYPE_SIZES[elem]
     bits = int(value) & ((1 << (8 * size)) - 1)
     return [bits & M32, bits >> 32] if size == 8 else [bits]
@@ -64,6 +67,8 @@ def encode_element(elem: str, value) -> list[int]:
 def decode_element(elem: str, words: list[int]):
     if elem == "f32":
         return struct.unpack("<f", struct.pack("<I", words[0]))[0]
+    if elem == "f64":
+        return struct.unpack("<d", struct.pack("<Q", words[0] | words[1] << 32))[0]
     size = TYPE_SIZES[elem]
     bits = (words[0] | words[1] << 32) if size == 8 else words[0] & ((1 << (8 * size)) - 1)
     if elem[0] == "s" and bits >> (8 * size - 1):
@@ -206,7 +211,7 @@ def _check_arg(i: int, arg, pname: str, ptype: str) -> None:
                           f"parameter '{pname}' of type .{ptype}")
     bits = ptx.TYPE_BITS[ptype]
     if TYPE_SIZES[arg.type] * 8 != bits or \
-            ((arg.type == "f32") != (ptype[0] == "f") and ptype[0] != "b"):
+            ((arg.type[0] == "f") != (ptype[0] == "f") and ptype[0] != "b"):
         raise LaunchError(f"args[{i}]: a {arg.type} value cannot be passed to "
                           f"parameter '{pname}' of type .{ptype}")
 
