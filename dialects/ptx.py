@@ -21,7 +21,7 @@ of the PTX file are the ops' locations.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -612,6 +612,28 @@ def _verify_width(op: InstOp, opcode: Opcode, index: int, operand: Operand,
         return
     raise op_error(op, f"operand '{operand.name}' of '{op.opcode.data}' is declared "
                        f".{declared} ({actual} bits) but the instruction needs {expected} bits")
+
+
+def expand_instructions(root: Operation, matches: Callable[[Operation], bool],
+                        declarations: Callable[[], list[Operation]],
+                        expand: Callable[[InstOp, int], list[Operation]]) -> None:
+    """In every function under `root`, each instruction `matches` accepts is
+    replaced by `expand(inst, k)` (its number k in the function, for unique
+    labels); a function with any gets `declarations()` (the registers and
+    variables the expansions use) at its top. The PTX-level rewrites
+    (`ptx-lower-barrier-reductions`, `ptx-expand-wide-divrem`) are this."""
+    for fn in list(root.walk()):
+        if not isinstance(fn, EntryOp | FuncOp):
+            continue
+        found = [op for op in fn.body.ops if matches(op)]
+        if not found:
+            continue
+        block = fn.body.block
+        block.insert_ops_before(declarations(), block.first_op)
+        for index, inst in enumerate(found):
+            block.insert_ops_before(expand(inst, index), inst)
+            inst.detach()
+            inst.erase()
 
 
 PTX = Dialect(

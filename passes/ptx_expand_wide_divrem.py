@@ -85,16 +85,8 @@ def _expanded(inst: ptx.InstOp, label: str) -> list[ptx.Operation]:
     return ops
 
 
-def _expand_in(fn: ptx.EntryOp | ptx.FuncOp) -> None:
-    divisions = [op for op in fn.body.ops if _is_wide_divrem(op)]
-    if not divisions:
-        return
-    fn.body.block.insert_ops_before(
-        [ptx.RegOp(name, t, n) for name, t, n in REGISTERS], fn.body.block.first_op)
-    for index, inst in enumerate(divisions):
-        fn.body.block.insert_ops_before(_expanded(inst, f"$qgc_divide_{index}"), inst)
-        inst.detach()
-        inst.erase()
+def _declarations() -> list:
+    return [ptx.RegOp(name, t, n) for name, t, n in REGISTERS]
 
 
 @dataclass(frozen=True)
@@ -102,6 +94,5 @@ class PtxExpandWideDivremPass(ModulePass):
     name = "ptx-expand-wide-divrem"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        for fn in list(op.walk()):
-            if isinstance(fn, ptx.EntryOp | ptx.FuncOp):
-                _expand_in(fn)
+        ptx.expand_instructions(op, _is_wide_divrem, _declarations,
+                                lambda inst, k: _expanded(inst, f"$qgc_divide_{k}"))

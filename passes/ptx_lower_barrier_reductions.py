@@ -65,18 +65,9 @@ def _lowered(inst: ptx.InstOp) -> list[ptx.InstOp]:
     return ops
 
 
-def _lower_in(fn: ptx.EntryOp | ptx.FuncOp) -> None:
-    reductions = [op for op in fn.body.ops if _is_reduction(op)]
-    if not reductions:
-        return
-    first = fn.body.block.first_op
-    fn.body.block.insert_ops_before(
-        [ptx.VarOp("shared", "u32", COUNTER, [1], 4), ptx.RegOp(TAKEN, "b32"),
-         ptx.RegOp(COUNT, "b32")], first)
-    for inst in reductions:
-        fn.body.block.insert_ops_before(_lowered(inst), inst)
-        inst.detach()
-        inst.erase()
+def _declarations() -> list:
+    return [ptx.VarOp("shared", "u32", COUNTER, [1], 4), ptx.RegOp(TAKEN, "b32"),
+            ptx.RegOp(COUNT, "b32")]
 
 
 @dataclass(frozen=True)
@@ -84,6 +75,5 @@ class PtxLowerBarrierReductionsPass(ModulePass):
     name = "ptx-lower-barrier-reductions"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        for fn in list(op.walk()):
-            if isinstance(fn, ptx.EntryOp | ptx.FuncOp):
-                _lower_in(fn)
+        ptx.expand_instructions(op, _is_reduction, _declarations,
+                                lambda inst, _: _lowered(inst))
