@@ -37,11 +37,15 @@ def configs(tmp_path_factory):
 
 
 def _params():
+    """(case, backend) pairs; CI runs numba on COMPACT_IN_CI and the torch
+    form on dot (25 s at hidden 2048)."""
     for case in cases():
         if case.is_float and case.info is not None and case.name == "fastmath_f":
             continue       # 124 blocks, 144 layers: hours of ideal trace (test_model_kernels)
-        marks = [] if case.key in COMPACT_IN_CI else [pytest.mark.full]
-        yield pytest.param(case, id=f"{case.name}-{case.compiler}-h{case.hidden}", marks=marks)
+        for backend, name in ((NumbaStepper, "numba"), (CompactStepper, "torch")):
+            in_ci = case.key in COMPACT_IN_CI and (name == "numba" or case.name == "dot")
+            yield pytest.param(case, backend, marks=[] if in_ci else [pytest.mark.full],
+                               id=f"{case.name}-{case.compiler}-h{case.hidden}-{name}")
 
 
 _last_compiled: dict = {}
@@ -58,8 +62,7 @@ def _compiled(case, config):
     return _last_compiled[case.key]
 
 
-@pytest.mark.parametrize("backend", [NumbaStepper, CompactStepper], ids=["numba", "torch"])
-@pytest.mark.parametrize("case", list(_params()))
+@pytest.mark.parametrize("case, backend", list(_params()))
 def test_compact_gives_the_tensor_engines_trace(configs, case, backend):
     layers, kernel, vocab, ideal, plan = _compiled(case, configs[case.hidden])
     got = run_trace(kernel, vocab, case.launch, backend(plan))

@@ -92,6 +92,7 @@ def test_triton_gives_the_tensor_engines_trace(compiled, case):
     case.check(got.buffers)
 
 
+@pytest.mark.full
 def test_batch_rows_name_their_own_traces(compiled):
     """Teacher forcing: row r is fed trace r's tokens (a shorter trace's last
     one again after its end), the launch prompt in one pass, then a token a

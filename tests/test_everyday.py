@@ -509,7 +509,7 @@ def test_a_located_pair_atomic(tmp_path, capsys, engine):
                                           [5, -1, 1 << 40, -(1 << 40)]]
 
 
-@pytest.mark.parametrize("engine", ["ref", "simt", "tensor"])
+@pytest.mark.parametrize("engine", ["ref", "simt", pytest.param("tensor", marks=pytest.mark.full)])
 def test_red_is_an_atomic_whose_old_value_nothing_reads(tmp_path, capsys, engine):
     """`red.{global,shared}.{add.f32,add.u32,max.s32}`: in lane order, f32
     sums rounded after each lane."""

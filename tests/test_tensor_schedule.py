@@ -412,6 +412,7 @@ def _through_the_schedule(path, **form_blocks):
     return program.limit("layers"), len(kernel.body.blocks)
 
 
+@pytest.mark.full
 def test_a_schedule_past_the_goal_is_tried_with_narrower_blocks(monkeypatch, tmp_path):
     """`driver.fit_layers`: two products share a block; with every schedule
     past the goal, the driver also forms blocks of one product each, then of

@@ -165,6 +165,7 @@ def test_a_failed_write_leaves_the_old_file(run, tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dot.png"]
 
 
+@pytest.mark.full
 def test_the_png_says_what_each_row_is(run, tmp_path):
     """Rows labelled by head or neuron range, layers named as the merged
     model's tensors (`model.layers.N`, the text mute's marker layer first, the
