@@ -345,8 +345,8 @@ class _Parser:
         return value
 
     def float_value(self, elem: str, value: Any, path: str) -> float:
-        """An f32 or f64 value: a JSON number (an f32 must be one exactly,
-        as the result JSON prints it) or "nan", "inf", "-inf"."""
+        """An f32 or f64 value: a JSON number within the type's range (an
+        f32 rounds to the nearest float32) or "nan", "inf", "-inf"."""
         if isinstance(value, str) and value in FLOAT_STRINGS:
             return FLOAT_STRINGS[value]
         if isinstance(value, bool) or not isinstance(value, int | float):

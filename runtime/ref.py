@@ -569,13 +569,12 @@ def _param_space(program: Program, args: list[Arg], bases: dict[int, int]) -> Ad
         size = slot.size
         if arg.pointer:
             value = (bases[i] + arg.offset * TYPE_SIZES[arg.type]) & mask(64)
-        elif arg.type == "f32":
-            value = struct.unpack("<I", struct.pack("<f", arg.value))[0]
-        elif arg.type == "f64":
-            value = struct.unpack("<Q", struct.pack("<d", arg.value))[0]
+            data = value.to_bytes(size, "little")
+        elif arg.type[0] == "f":        # f32, f64: the float's bytes
+            data = _encode(arg.type, [arg.value])
         else:
-            value = arg.value & mask(8 * size)
-        space.add(slot.address, size, slot.label, value.to_bytes(size, "little"))
+            data = (arg.value & mask(8 * size)).to_bytes(size, "little")
+        space.add(slot.address, size, slot.label, data)
     return space
 
 

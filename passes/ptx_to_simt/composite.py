@@ -32,9 +32,10 @@ class CompositeOps:
     def dp4a(self, inst: ptx.InstOp, guard: GuardAttr | None) -> list[Operation]:
         """d = c + Σ a.byte[i] · b.byte[i], each byte sign- or zero-extended
         as its operand's type says (`bfe`), in 32-bit arithmetic."""
-        types = inst.opcode.data.split(".")[1:]
+        types = inst.op.types
         args = inst.operands_decoded
-        if len(types) != 2 or not set(types) <= {"s32", "u32"} or len(args) != 4:
+        if inst.op.modifiers or len(types) != 2 or not set(types) <= {"s32", "u32"} or \
+                len(args) != 4:
             raise unsupported(inst, inst.opcode.data)
         pre: list[Operation] = []
         a, b, c = (self.src32(inst, x, pre) for x in args[1:])

@@ -56,9 +56,8 @@ def encode_element(elem: str, value) -> list[int]:
     first), a sub-word one takes a word of its own (zero-extended)."""
     if elem == "f32":
         return [struct.unpack("<I", struct.pack("<f", value))[0]]
-    if elem == "f64":
-        bits = struct.unpack("<Q", struct.pack("<d", value))[0]
-        return [bits & M32, bits >> 32]
+    if elem == "f64":           # its bits, as a u64's
+        value = struct.unpack("<Q", struct.pack("<d", value))[0]
     size = TYPE_SIZES[elem]
     bits = int(value) & ((1 << (8 * size)) - 1)
     return [bits & M32, bits >> 32] if size == 8 else [bits]
@@ -67,10 +66,10 @@ def encode_element(elem: str, value) -> list[int]:
 def decode_element(elem: str, words: list[int]):
     if elem == "f32":
         return struct.unpack("<f", struct.pack("<I", words[0]))[0]
-    if elem == "f64":
-        return struct.unpack("<d", struct.pack("<Q", words[0] | words[1] << 32))[0]
     size = TYPE_SIZES[elem]
     bits = (words[0] | words[1] << 32) if size == 8 else words[0] & ((1 << (8 * size)) - 1)
+    if elem == "f64":
+        return struct.unpack("<d", struct.pack("<Q", bits))[0]
     if elem[0] == "s" and bits >> (8 * size - 1):
         bits -= 1 << (8 * size)
     return bits
