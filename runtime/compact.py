@@ -157,9 +157,9 @@ class CompactPlan:
         return sum(layer.weights for layer in self.layers)
 
     def __getstate__(self) -> dict:
-        """Pickled without what a backend cached on it (`compact_numba.packed`):
+        """Pickled without what a backend cached on it (`compact_numba.packed`, `code_book`):
         made again from the plan where it is loaded."""
-        return {k: v for k, v in self.__dict__.items() if k != "_packed"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_packed", "_book")}
 
     @property
     def heads(self) -> int:

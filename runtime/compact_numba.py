@@ -8,7 +8,7 @@ input coordinates it reads, their weights) in one pool, the vectors (norms,
 taps, gates) in another, the recurrent states and convolution windows in a
 third, and walks them with plain loops in float32: no per-op dispatch, so a
 token costs what its non-zeros cost. The next token's choice (codes · h)
-is numpy's.
+is `CodeBook.choose`'s (runtime/code_book.py).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from qgc import protocol as P
+from qgc.runtime.code_book import CodeBook
 from qgc.runtime.compact import Block, CompactLayer, CompactPlan
 
 try:
@@ -174,6 +175,13 @@ def packed(plan: CompactPlan) -> Packed:
     return plan._packed                       # type: ignore[attr-defined]
 
 
+def code_book(plan: CompactPlan) -> CodeBook:
+    """The plan's `CodeBook`, made once per plan (steppers share it)."""
+    if getattr(plan, "_book", None) is None:
+        plan._book = CodeBook(plan.codes.numpy())     # type: ignore[attr-defined]
+    return plan._book                                  # type: ignore[attr-defined]
+
+
 class NumbaStepper:
     """`CompactStepper`'s step, compiled, for `batch` launches at once (each
     with its own states): a stepper of runtime/trace.py when `batch` is 1,
@@ -184,7 +192,7 @@ class NumbaStepper:
             raise ImportError("numba is not installed: use the torch backend")
         self.plan, self.packed, self.batch = plan, packed(plan), batch
         # the plan's float32 tensors, shared (the rows are most of the memory)
-        self.rows, self.codes = plan.rows.numpy(), plan.codes.numpy()
+        self.rows, self.book = plan.rows.numpy(), code_book(plan)
         self.code = np.array(plan.code, dtype=np.int64)
         self.state = np.zeros((batch, self.packed.state_size), np.float32)
         self.window = np.zeros((self.packed.window_size, batch), np.float32)
@@ -194,24 +202,22 @@ class NumbaStepper:
         # cost page faults
         self.h = np.zeros((len(self.rows[0]), batch), np.float32)
         self.h_code = np.zeros((len(self.code), batch), np.float32)
-        self.scores = np.zeros((len(self.codes), batch), np.float32)
         self.prompt_work = np.zeros(0, np.float32)     # a prefill's, grown to its prompt
 
     @property
     def nbytes(self) -> int:
         """Bytes the stepper holds: the packed weights, the GPU tokens'
         embedding rows and codes, the states, windows and workspace."""
-        arrays = (self.rows, self.codes, self.state, self.window, self.work, self.h,
-                  self.h_code, self.scores)
+        arrays = (self.rows, self.book.codes, self.state, self.window, self.work, self.h,
+                  self.h_code)
         return self.packed.nbytes + sum(a.nbytes for a in arrays)
 
     def step(self, ids: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         """The next GPU token id of each launch after its token `ids[b]`
         (launches not `active` are left as they are; their answer is noise)."""
         self._feed(ids, active)
-        # the readout's choice in numpy's BLAS (numba's matmul needs scipy)
         np.take(self.h, self.code, axis=0, out=self.h_code)
-        return np.argmax(np.matmul(self.codes, self.h_code, out=self.scores), axis=0)
+        return self.book.choose(self.h_code)
 
     def _feed(self, ids: np.ndarray, active: np.ndarray | None = None) -> None:
         """Every layer on the tokens `ids`, one a launch: `self.h` is the
@@ -254,7 +260,7 @@ def _jit(fn=None, *, fastmath=False):
     `@_jit(fastmath=...)`; `fn` itself without numba."""
     if fn is None:
         return lambda f: _jit(f, fastmath=fastmath)
-    return numba.njit(cache=True, fastmath=fastmath)(fn) if numba is not None else fn
+    return numba.njit(cache=True, nogil=True, fastmath=fastmath)(fn) if numba is not None else fn
 
 
 @_jit
