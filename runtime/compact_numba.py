@@ -13,7 +13,9 @@ is `CodeBook.choose`'s (runtime/code_book.py).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -217,7 +219,11 @@ class NumbaStepper:
         (launches not `active` are left as they are; their answer is noise)."""
         self._feed(ids, active)
         np.take(self.h, self.code, axis=0, out=self.h_code)
-        return self.book.choose(self.h_code)
+        if active is None or active.all():
+            return self.book.choose(self.h_code)
+        chosen = np.zeros(self.batch, np.int64)
+        chosen[active] = self.book.choose(self.h_code[:, active])
+        return chosen
 
     def _feed(self, ids: np.ndarray, active: np.ndarray | None = None) -> None:
         """Every layer on the tokens `ids`, one a launch: `self.h` is the
@@ -255,6 +261,34 @@ class NumbaStepper:
         self.window[:, row:row + 1] = window
 
 
+class ThreadedStepper:
+    """A batch stepper (`run_traces`) that splits its launches between
+    `threads` threads, each a `NumbaStepper` of its share: numba's step
+    releases the GIL, and the launches share nothing but the weights. It
+    feeds prompts in lockstep (no `prefill_row`): a launch's prefill is one
+    thread's work, a lockstep step is every thread's."""
+
+    def __init__(self, plan: CompactPlan, batch: int, threads: int):
+        bounds = np.linspace(0, batch, min(threads, batch) + 1).astype(np.int64)
+        self.shares = [(int(lo), int(hi)) for lo, hi in zip(bounds, bounds[1:], strict=False)]
+        self.steppers = [NumbaStepper(plan, batch=hi - lo) for lo, hi in self.shares]
+        self.pool = ThreadPoolExecutor(len(self.steppers), thread_name_prefix="qgc-compact")
+        weakref.finalize(self, self.pool.shutdown, wait=False)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the steppers hold (the packed weights and embedding rows once)."""
+        shared = self.steppers[0].packed.nbytes + self.steppers[0].rows.nbytes
+        return sum(s.nbytes for s in self.steppers) - shared * (len(self.steppers) - 1)
+
+    def step(self, ids: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        """`NumbaStepper.step` of each share, at once."""
+        active = np.ones(len(ids), np.bool_) if active is None else active
+        futures = [self.pool.submit(stepper.step, ids[lo:hi], active[lo:hi])
+                   for (lo, hi), stepper in zip(self.shares, self.steppers, strict=True)]
+        return np.concatenate([f.result() for f in futures])
+
+
 def _jit(fn=None, *, fastmath=False):
     """numba's compiled `fn` (cached on disk), as `@_jit` or
     `@_jit(fastmath=...)`; `fn` itself without numba."""
@@ -271,16 +305,25 @@ def _embed(rows, ids, h):
             h[i, b] = rows[ids[b], i]
 
 
+#: `_matvec`'s activations of what it writes: none, SiLU, SiLU times `by`
+PLAIN, SILU, SILU_TIMES = 0, 1, 2
+
+
 @_jit
-def _matvec(m, x, out, accumulate, outs, out_starts, coefs, splits, starts, index, value,
-            matrix_rows):
-    """out[o] (+)= Σ value · x[index] over matrix m's CSR rows, at every
+def _matvec(m, x, out, accumulate, act, by, outs, out_starts, coefs, splits, starts, index,
+            value, matrix_rows):
+    """out[o] (+)= act(Σ value · x[index]) over matrix m's CSR rows, at every
     output position o of the row, plus o's coefficient times the matrix's
-    split column, for each column of `x` (a launch of the batch) alike."""
+    split column, for each column of `x` (a launch of the batch) alike.
+    `act` (PLAIN, SILU, SILU_TIMES) applies SiLU, or SiLU times by[o], to
+    the sum as it is written: the projection and its activation in one pass
+    over `out` (a SwiGLU's gate, with `by` its up: the same products as
+    silu(gate) · up after it)."""
     batch, split = x.shape[1], splits[m]
     if batch == 1:        # one launch: flat vectors and scalar sums, no inner loops
-        _matvec_one(m, x.reshape(x.shape[0]), out.reshape(out.shape[0]), accumulate, outs,
-                    out_starts, coefs, split, starts, index, value, matrix_rows)
+        _matvec_one(m, x.reshape(x.shape[0]), out.reshape(out.shape[0]), accumulate, act,
+                    by.reshape(by.shape[0]), outs, out_starts, coefs, split, starts, index,
+                    value, matrix_rows)
         return
     s = np.zeros(batch, np.float32)
     for r in range(matrix_rows[m], matrix_rows[m + 1]):
@@ -291,15 +334,29 @@ def _matvec(m, x, out, accumulate, outs, out_starts, coefs, splits, starts, inde
                 s[b] += w * x[xi, b]
         for k in range(out_starts[r], out_starts[r + 1]):
             o, coef = outs[k], coefs[k]
-            for b in range(batch):
+            if act == PLAIN:
+                for b in range(batch):
+                    v = s[b] + coef * x[split, b] if coef != 0 else s[b]
+                    out[o, b] = out[o, b] + v if accumulate else v
+                continue
+            between = 0
+            for b in range(batch):      # the known ranges without branches (see _silu_all)
                 v = s[b] + coef * x[split, b] if coef != 0 else s[b]
-                out[o, b] = out[o, b] + v if accumulate else v
+                known = (v > np.float32(17.0)) | (v == 0)
+                low = v < np.float32(-88.8)
+                between += not (known | low)
+                v = v if known else np.float32(-0.0)
+                out[o, b] = v * by[o, b] if act == SILU_TIMES else v
+            if between:
+                for b in range(batch):
+                    v = _silu(s[b] + coef * x[split, b] if coef != 0 else s[b])
+                    out[o, b] = v * by[o, b] if act == SILU_TIMES else v
 
 
 @_jit
-def _matvec_one(m, x, out, accumulate, outs, out_starts, coefs, split, starts, index, value,
-                matrix_rows):
-    """`_matvec` for one launch, on flat x and out."""
+def _matvec_one(m, x, out, accumulate, act, by, outs, out_starts, coefs, split, starts, index,
+                value, matrix_rows):
+    """`_matvec` for one launch, on flat x, out and by."""
     at_split = x[split] if split >= 0 else np.float32(0.0)
     for r in range(matrix_rows[m], matrix_rows[m + 1]):
         t = np.float32(0.0)
@@ -308,7 +365,11 @@ def _matvec_one(m, x, out, accumulate, outs, out_starts, coefs, split, starts, i
         for k in range(out_starts[r], out_starts[r + 1]):
             o, coef = outs[k], coefs[k]
             v = t + coef * at_split if coef != 0 else t
-            out[o] = out[o] + v if accumulate else v
+            if act == PLAIN:
+                out[o] = out[o] + v if accumulate else v
+            else:
+                v = _silu(v)
+                out[o] = v * by[o] if act == SILU_TIMES else v
 
 
 @_jit(fastmath={"reassoc"})
@@ -483,16 +544,18 @@ def _step(h, active, layers, matrices, floats, reads, state, window, work, eps, 
         n, dk, dv = L[HEADS], L[DK], L[DV]
         if n > 0:
             mixed, rest = _scratch(rest, n * (2 * dk + dv), batch)
-            _matvec(L[QKV], x, mixed, False, *matrices)
-            if not L[CONV_IDENTITY]:
+            if L[CONV_IDENTITY]:
+                _matvec(L[QKV], x, mixed, False, SILU, mixed, *matrices)
+            else:      # SiLU after the convolution
+                _matvec(L[QKV], x, mixed, False, PLAIN, mixed, *matrices)
                 _conv(mixed, floats[L[CONV]:], L[TAPS], window, L[WINDOW], sequence)
-            _silu_all(mixed)
+                _silu_all(mixed)
             z, rest = _scratch(rest, n * dv, batch)
-            _matvec(L[Z], x, z, False, *matrices)
+            _matvec(L[Z], x, z, False, PLAIN, x, *matrices)
             beta, rest = _scratch(rest, n, batch)
-            _matvec(L[B], x, beta, False, *matrices)
+            _matvec(L[B], x, beta, False, PLAIN, x, *matrices)
             a, rest = _scratch(rest, n, batch)
-            _matvec(L[A], x, a, False, *matrices)
+            _matvec(L[A], x, a, False, PLAIN, x, *matrices)
             o_all, rest = _scratch(rest, n * dv, batch)
             delta, o = work[-2 * dv:-dv], work[-dv:]
             for b in range(batch):
@@ -503,16 +566,12 @@ def _step(h, active, layers, matrices, floats, reads, state, window, work, eps, 
                     S = state[0 if sequence else b, at:at + dk * dv].reshape(dk, dv)
                     _head(L, hd, n, mixed[:, b], beta[hd, b], a[hd, b], z[:, b], o_all[:, b], S,
                           floats, eps, delta, o)
-            _matvec(L[OUT], o_all, h, True, *matrices)
+            _matvec(L[OUT], o_all, h, True, PLAIN, h, *matrices)
         _rms_at(h, floats[L[NORM_POST]:L[NORM_POST] + hidden], eps, x, reads, L[READ_POST])
         neurons = L[NEURONS]
         if neurons > 0:
             gate, rest = _scratch(rest, neurons, batch)
             up, rest = _scratch(rest, neurons, batch)
-            _matvec(L[GATE], x, gate, False, *matrices)
-            _matvec(L[UP], x, up, False, *matrices)
-            _silu_all(gate)
-            for j in range(neurons):
-                for b in range(batch):
-                    gate[j, b] *= up[j, b]
-            _matvec(L[DOWN], gate, h, True, *matrices)
+            _matvec(L[UP], x, up, False, PLAIN, up, *matrices)
+            _matvec(L[GATE], x, gate, False, SILU_TIMES, up, *matrices)   # silu(gate) · up
+            _matvec(L[DOWN], gate, h, True, PLAIN, h, *matrices)
