@@ -3,7 +3,8 @@ the merged model's stock decode.
 
     python bench/tokens.py [KERNEL.ptx LAUNCH.json ...] [--config small|2b ...]
                            [--dtype float32|bfloat16] [--repeat N] [--model-repeat N]
-                           [--no-model] [--no-generate] [--no-compact] [--batch N] [--json]
+                           [--no-model] [--no-generate] [--no-compact] [--batch N]
+                           [--threads N] [--json]
 
 A launch's tokens are the length of the token stream (launch prompt and
 trace) of the `tensor` engine's run. `ref` and `simt` name no tokens: their
@@ -25,9 +26,10 @@ mismatch is printed and the exit status is 1. The peak RSS after building
 each model is the memory the report names (the process's high-water mark).
 
 Compact rows: the compiled layers' non-zero part (runtime/compact.py) in
-its torch form and its numba step, on the same base config (`small` with
-`--no-model`), one torch thread; numba on a batch of `--batch` copies of the
-launch in lockstep (tokens/s: all of theirs); `compact verified`: the
+its torch form and its numba step, on the same base config (`--config`,
+with or without `--no-model`), one thread; numba on a batch of `--batch`
+copies of the launch in lockstep (tokens/s: all of theirs), in one thread
+and split between `--threads` (`ThreadedStepper`); `compact verified`: the
 numba trace plus the model's check of it in one prefill (the replay row). `--json` prints one JSON object {engine:
 tokens/s} over every launch instead of the tables.
 
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import resource
 import statistics
 import sys
@@ -195,21 +198,22 @@ def model_engines(ptx: Path, launch, config, dtype_name: str, repeat: int, gener
 
 
 def compact_engines(ptx: Path, launch, config, repeat: int, expected, tokens: int,
-                    batch: int):
+                    batch: int, threads: int):
     """The compact engine's rows, torch and numba, for one launch (build: the
-    compile and the plan), and numba's on a batch of `batch` copies of it."""
+    compile and the plan), and numba's on a batch of `batch` copies of it, in
+    one thread and (`threads` > 1) split between `threads`."""
     import torch
 
     from qgc.merged_model import compile_with_host
     from qgc.runtime.compact import CompactPlan, CompactStepper
-    from qgc.runtime.compact_numba import NumbaStepper
+    from qgc.runtime.compact_numba import NumbaStepper, ThreadedStepper
     from qgc.runtime.trace import run_trace, run_traces
     name = ptx.stem
     t0 = time.perf_counter()
     layers, kernel, _, vocab = compile_with_host(str(ptx), config, launch)
     plan = CompactPlan.of(layers, config)
     build = time.perf_counter() - t0
-    threads = torch.get_num_threads()
+    torch_threads = torch.get_num_threads()
     torch.set_num_threads(1)
     rows = []
     for engine, stepper in (("compact (torch)", CompactStepper), ("compact (numba)",
@@ -221,13 +225,17 @@ def compact_engines(ptx: Path, launch, config, repeat: int, expected, tokens: in
             raise Mismatch(f"{name}: {engine}: {res.stats['tokens']} tokens, the tensor "
                            f"engine's stream has {tokens}")
         rows.append(Row(name, engine, build, t, tokens))
-    if batch > 1:
-        t, results = timed(lambda: run_traces(kernel, vocab, [launch] * batch,
-                                              NumbaStepper(plan, batch=batch)), repeat)
+    batch_steppers = {f"compact (numba, batch {batch})": lambda: NumbaStepper(plan, batch=batch)}
+    if threads > 1:
+        batch_steppers[f"compact (numba, batch {batch}, {threads} threads)"] = \
+            lambda: ThreadedStepper(plan, batch, threads)
+    for engine, make in batch_steppers.items() if batch > 1 else ():
+        t, results = timed(lambda m=make: run_traces(kernel, vocab, [launch] * batch, m()),
+                           repeat)
         for res in results:
-            check(f"compact (numba, batch {batch})", name, res.buffers, expected)
-        rows.append(Row(name, f"compact (numba, batch {batch})", build, t, tokens * batch))
-    torch.set_num_threads(threads)
+            check(engine, name, res.buffers, expected)
+        rows.append(Row(name, engine, build, t, tokens * batch))
+    torch.set_num_threads(torch_threads)
     return rows
 
 
@@ -254,7 +262,8 @@ def print_table(title: str, rows: list[Row]) -> None:
     """Each row's rate and its ratios to `ref` and, where the model ran, to
     its stock decode (the issue's baseline) in the same run."""
     print(f"\n{title}")
-    head = (f"{'kernel':<12} {'engine':<26} {'build s':>8} {'tokens':>7} {'s/launch':>10} "
+    width = max(26, *(len(r.engine) for r in rows))
+    head = (f"{'kernel':<12} {'engine':<{width}} {'build s':>8} {'tokens':>7} {'s/launch':>10} "
             f"{'launch/s':>10} {'tokens/s':>11} {'/ ref':>9} {'/ decode':>9}")
     print(head)
     print("-" * len(head))
@@ -264,7 +273,7 @@ def print_table(title: str, rows: list[Row]) -> None:
         tps = r.tokens / r.run_s
         build = f"{r.build_s:8.3f}" if r.build_s is not None else f"{'':>8}"
         to_decode = f"{tps / decode[r.kernel]:>9.3g}" if r.kernel in decode else f"{'':>9}"
-        print(f"{r.kernel:<12} {r.engine:<26} {build} {r.tokens:>7} {r.run_s:>10.4g} "
+        print(f"{r.kernel:<12} {r.engine:<{width}} {build} {r.tokens:>7} {r.run_s:>10.4g} "
               f"{1 / r.run_s:>10.4g} {tps:>11.4g} {tps / ref[r.kernel]:>9.3g} {to_decode}")
 
 
@@ -277,11 +286,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     p.add_argument("--repeat", type=int, default=5, help="runs of ref/simt/tensor (median)")
     p.add_argument("--model-repeat", type=int, default=1, help="runs of each model engine")
-    p.add_argument("--no-model", action="store_true", help="ref, simt and tensor only")
+    p.add_argument("--no-model", action="store_true", help="leave out the merged model's rows")
     p.add_argument("--no-generate", action="store_true", help="leave out model generate")
     p.add_argument("--no-compact", action="store_true", help="leave out the compact engine")
     p.add_argument("--batch", type=int, default=64,
                    help="launches in the compact engine's batch row (copies of each launch)")
+    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+                   help="threads of the compact engine's threaded batch row (default: the "
+                        "cores this process may use; 1 leaves the row out)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object {engine: tokens/s} (over every launch)")
     args = p.parse_args(argv)
@@ -298,17 +310,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     configs = args.config or ["small"]
     status = 0
-    for config_name in configs if not args.no_model else ["(no model)"]:
+    for config_name in configs:
         rows, memory = [], []
         try:
             from qgc.runtime.model import load_text_config
-            config = load_text_config(config_path("small" if args.no_model else config_name))
+            config = load_text_config(config_path(config_name))
             for ptx, launch in launches:
                 base_rows, expected, tokens = small_engines(ptx, launch, args.repeat)
                 rows += base_rows
                 if not args.no_compact:
                     rows += compact_engines(ptx, launch, config, args.repeat, expected, tokens,
-                                            args.batch)
+                                            args.batch, args.threads)
                 if not args.no_model:
                     rows += model_engines(ptx, launch, config, args.dtype, args.model_repeat,
                                           not args.no_generate, expected, tokens, memory)
@@ -318,9 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         except (Mismatch, Trap, QgcError) as err:
             print(f"error: {err}", file=sys.stderr)
             status = 1
-        title = "engines" if args.no_model else (
-            f"config {config_name} ({args.dtype}): hidden {config.hidden_size}, "
-            f"{config.num_hidden_layers} base layers, vocabulary {config.vocab_size}")
+        title = (f"config {config_name} ({args.dtype}): hidden {config.hidden_size}, "
+                 f"{config.num_hidden_layers} base layers, vocabulary {config.vocab_size}")
         if rows and args.json:
             print(json.dumps(per_engine(rows)))
         elif rows:

@@ -19,7 +19,7 @@ from test_model_kernels import cases
 from conftest import EXAMPLES, REPO, small_base_config
 from qgc.merged_model import compile_with_host
 from qgc.runtime.compact import CompactPlan, CompactStepper
-from qgc.runtime.compact_numba import NumbaStepper
+from qgc.runtime.compact_numba import NumbaStepper, ThreadedStepper
 from qgc.runtime.model import load_text_config
 from qgc.runtime.trace import run_trace, tensor_stepper
 
@@ -108,10 +108,12 @@ def _dot_launch(a: list[int], b: list[int], n: int | None = None):
     return load_launch(_dot(a, b, n))
 
 
-def test_a_batch_gives_each_launch_its_own_trace(configs):
+@pytest.mark.parametrize("threads", [None, 2], ids=["one-stepper", "two-threads"])
+def test_a_batch_gives_each_launch_its_own_trace(configs, threads):
     """Launches of different lengths in lockstep (`run_traces`, one numba
-    batch): each trace and its buffers are the single launch's, and a launch
-    that fails says so in its own row."""
+    batch, or its launches split between two threads' steppers): each trace
+    and its buffers are the single launch's, and a launch that fails says so
+    in its own row."""
     from qgc.runtime.memory import Trap
     from qgc.runtime.trace import run_traces
     dot = EXAMPLES / "dot" / "dot.ptx"
@@ -120,8 +122,10 @@ def test_a_batch_gives_each_launch_its_own_trace(configs):
     layers, kernel, program, vocab = compile_with_host(str(dot), configs[1024], launches[2])
     plan = CompactPlan.of(layers, configs[1024])
     past_the_end = _dot_launch([1, 2], [3, 4], n=4)
-    *results, trap = run_traces(kernel, vocab, [*launches, past_the_end],
-                                NumbaStepper(plan, batch=len(launches) + 1))
+    batch = len(launches) + 1
+    stepper = NumbaStepper(plan, batch=batch) if threads is None else \
+        ThreadedStepper(plan, batch, threads)
+    *results, trap = run_traces(kernel, vocab, [*launches, past_the_end], stepper)
     assert isinstance(trap, Trap) and "outside buffer" in str(trap)
     for launch, (a, b), got in zip(launches, inputs, results, strict=True):
         ideal = run_trace(kernel, vocab, launch, tensor_stepper(program, vocab))
@@ -239,19 +243,44 @@ def _examples():
             yield pytest.param(case, id=f"{case.name}-{case.compiler}", marks=[pytest.mark.full])
 
 
+@pytest.fixture(scope="module")
+def base_2b():
+    """The 2B stand-in in bfloat16, made once for every example (about 105 s
+    and 5 GB); each merge moves its layers over and leaves their values."""
+    from qgc.codegen import default_config_path
+    from qgc.runtime.model import load_base
+    config = load_text_config(default_config_path())
+    return config, load_base(None, config, dtype=torch.bfloat16)
+
+
 @pytest.mark.parametrize("case", list(_examples()))
-def test_verified_mode_passes_at_the_2b_shape(case):
+def test_verified_mode_passes_at_the_2b_shape(case, base_2b):
     """`make test-full`: every example on the compact engine at the 2B shape,
-    its trace then checked by the stock merged model in bfloat16 (`--verify`):
+    its trace then checked by the stock merged model in bfloat16, as `qgc run
+    --engine compact --verify` checks it (the next test runs that command):
     the expected buffers, and every token the compact engine named is the
     model's argmax."""
-    proc = subprocess.run([sys.executable, "-m", "qgc.cli", "run", str(case.path),
-                           "--launch", str(EXAMPLES / case.name / "launch.json"),
-                           "--engine", "compact", "--base-config", "2b", "--verify",
-                           "--dtype", "bfloat16", "--stats=json"],
-                          capture_output=True, text=True, cwd=REPO)
+    from qgc.runtime.model_engine import layers_model, replay_check
+    config, base = base_2b
+    layers, kernel, _, vocab = compile_with_host(str(case.path), config, case.launch)
+    result = run_trace(kernel, vocab, case.launch, NumbaStepper(CompactPlan.of(layers, config)))
+    case.check(result.buffers)
+    model = layers_model(layers, base, torch.bfloat16)
+    counts = replay_check(model, vocab, base.config.vocab_size, result.tokens, result.predicted)
+    assert counts["checked"] > 0
+
+
+@pytest.mark.full
+def test_the_verify_flag_at_the_2b_shape():
+    """`make test-full`: `qgc run --engine compact --verify` on the dot product
+    at the 2B shape in bfloat16 (`make demo-2b`)."""
+    dot = EXAMPLES / "dot"
+    proc = subprocess.run([sys.executable, "-m", "qgc.cli", "run", str(dot / "dot.ptx"),
+                           "--launch", str(dot / "launch.json"), "--engine", "compact",
+                           "--base-config", "2b", "--verify", "--dtype", "bfloat16",
+                           "--stats=json"], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
-    case.check(json.loads(proc.stdout)["buffers"])
+    assert json.loads(proc.stdout)["buffers"][2] == [32]
     stats = json.loads(proc.stderr.strip().splitlines()[-1])
     assert stats["verified"] is True and stats["verified_tokens"] > 0
 

@@ -55,6 +55,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     c.add_argument("--device", choices=("cpu", "cuda"),
                    help="compact engine, triton backend: where the kernels run (default: "
                         "cuda if there is one; on the CPU in Triton's interpreter)")
+    c.add_argument("--threads", type=_positive, metavar="N",
+                   help="compact engine, numba backend, a batch: split its launches between "
+                        "N threads (default: one per core the process may use)")
     c.add_argument("--verify", action="store_true",
                    help="compact engine: then feed each trace to the stock merged model in "
                         "one prefill pass and check every token it names (--dtype)")
@@ -295,7 +298,10 @@ def _compact_stepper(args: argparse.Namespace, plan, batch: int):
     if args.backend == "triton":
         from qgc.runtime.compact_triton import TritonStepper
         return TritonStepper(plan, batch=batch, device=args.device or _triton_device())
-    from qgc.runtime.compact_numba import NumbaStepper
+    from qgc.runtime.compact_numba import NumbaStepper, ThreadedStepper
+    threads = args.threads or len(os.sched_getaffinity(0))
+    if batch > 1 and threads > 1:
+        return ThreadedStepper(plan, batch, threads)
     return NumbaStepper(plan, batch=batch)
 
 
