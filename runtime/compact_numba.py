@@ -153,7 +153,7 @@ class Packed:
         row[READ_POST] = self._read([layer.gate, layer.up])
         row[STATE], row[WINDOW] = self.state_size, self.window_size
         hidden = len(layer.norm_in)
-        self.work_size = max(self.work_size, hidden + n * (2 * layer.dk + 3 * layer.dv + 2)
+        self.work_size = max(self.work_size, hidden + n * (2 * layer.dk + 3 * layer.dv + 4)
                              + 2 * row[NEURONS])
         self.state_size += n * layer.dk * layer.dv
         if not layer.conv_identity:         # an identity convolution keeps no window
@@ -468,16 +468,38 @@ def _conv(mixed, conv, taps, window, w0, sequence):
 
 
 @_jit
-def _head(L, hd, n, m, beta_in, a_in, z, o_all, S, floats, eps, delta, o):
+def _head_squares(mixed, n, dk, q_squares, k_squares):
+    """Σ q² and Σ k² of each head and column of `mixed` (the q, k and v
+    channels × tokens): row by row, where the columns are contiguous and
+    make vector lanes (a head's q in one column is strided); one column's
+    vectors are contiguous, and summed as vectors."""
+    batch = mixed.shape[1]
+    if batch == 1:
+        m = mixed.reshape(mixed.shape[0])
+        for hd in range(n):
+            q_squares[hd, 0] = _sum_of_squares(m[hd * dk:(hd + 1) * dk])
+            k_squares[hd, 0] = _sum_of_squares(m[(n + hd) * dk:(n + hd + 1) * dk])
+        return
+    for hd in range(n):
+        for d in range(dk):
+            for b in range(batch):
+                q, k = mixed[hd * dk + d, b], mixed[(n + hd) * dk + d, b]
+                q_squares[hd, b] += q * q
+                k_squares[hd, b] += k * k
+
+
+@_jit
+def _head(L, hd, n, m, q_squares, k_squares, beta_in, a_in, z, o_all, S, floats, eps, delta,
+          o):
     """One used head of one launch and token: the gated delta rule on its
     state `S` (dk × dv) and the gated RMSNorm of its output into `o_all`.
     `m` (the token's q, k and v channels), `z` and `o_all` are that token's
-    columns; `delta` and `o` (dv) are scratch. A zero key leaves the
-    state as it is and a zero query reads nothing (most heads on most
-    tokens: a key has 0.12 non-zero components on average, a query 1.5)."""
+    columns, `q_squares` and `k_squares` its query's and key's Σ x²; `delta`
+    and `o` (dv) are scratch. A zero key leaves the state as it is and a
+    zero query reads nothing (most heads on most tokens: a key has 0.12
+    non-zero components on average, a query 1.5)."""
     dk, dv = L[DK], L[DV]
     q0, k0, v0 = hd * dk, n * dk + hd * dk, 2 * n * dk + hd * dv
-    q_squares, k_squares = _sum_of_squares(m[q0:q0 + dk]), _sum_of_squares(m[k0:k0 + dk])
     if L[DECAYS]:
         t = a_in + floats[L[DT_BIAS] + hd]
         soft = np.log1p(np.exp(t)) if t < 20 else t
@@ -557,6 +579,9 @@ def _step(h, active, layers, matrices, floats, reads, state, window, work, eps, 
             a, rest = _scratch(rest, n, batch)
             _matvec(L[A], x, a, False, PLAIN, x, *matrices)
             o_all, rest = _scratch(rest, n * dv, batch)
+            q_squares, rest = _scratch(rest, n, batch)
+            k_squares, rest = _scratch(rest, n, batch)
+            _head_squares(mixed, n, dk, q_squares, k_squares)
             delta, o = work[-2 * dv:-dv], work[-dv:]
             for b in range(batch):
                 if not active[b]:
@@ -564,8 +589,8 @@ def _step(h, active, layers, matrices, floats, reads, state, window, work, eps, 
                 for hd in range(n):
                     at = L[STATE] + hd * dk * dv
                     S = state[0 if sequence else b, at:at + dk * dv].reshape(dk, dv)
-                    _head(L, hd, n, mixed[:, b], beta[hd, b], a[hd, b], z[:, b], o_all[:, b], S,
-                          floats, eps, delta, o)
+                    _head(L, hd, n, mixed[:, b], q_squares[hd, b], k_squares[hd, b],
+                          beta[hd, b], a[hd, b], z[:, b], o_all[:, b], S, floats, eps, delta, o)
             _matvec(L[OUT], o_all, h, True, PLAIN, h, *matrices)
         _rms_at(h, floats[L[NORM_POST]:L[NORM_POST] + hidden], eps, x, reads, L[READ_POST])
         neurons = L[NEURONS]
