@@ -94,7 +94,7 @@ def _random_programs_agree(families: list[str], examples: int) -> None:
 def test_random_branching_and_shared_programs_on_the_tensor_level():
     """Divergence, loops, shared memory and barriers: registers live across
     steps, lanes reconverge by min-PC, warps wait at barriers."""
-    _random_programs_agree(["branch", "shared"], 3)
+    _random_programs_agree(["branch", "shared"], 2)
 
 
 def test_random_straight_line_and_atomic_programs_on_the_tensor_level():
@@ -111,7 +111,7 @@ def test_random_float_programs_on_the_tensor_level():
 def test_random_pointer_and_local_programs_on_the_tensor_level():
     """Located accesses (the buffer holding each lane's address found at run
     time) and per-thread .local frames."""
-    _random_programs_agree(["pointer", "local"], 3)
+    _random_programs_agree(["pointer", "local"], 2)
 
 
 @pytest.mark.full
