@@ -12,6 +12,7 @@ _PASSES = {
     "ptx-lower-barrier-reductions": ("ptx_lower_barrier_reductions",
                                      "PtxLowerBarrierReductionsPass"),
     "ptx-expand-wide-divrem": ("ptx_expand_wide_divrem", "PtxExpandWideDivremPass"),
+    "ptx-expand-f64-atomics": ("ptx_expand_f64_atomics", "PtxExpandF64AtomicsPass"),
     "convert-ptx-to-simt": ("convert_ptx_to_simt", "ConvertPtxToSimtPass"),
     "simt-if-convert": ("simt_if_convert", "SimtIfConvertPass"),
     "simt-rename-webs": ("simt_rename_webs", "SimtRenameWebsPass"),

@@ -67,6 +67,7 @@ def _stage_passes(name: str) -> Passes:
     machine = (
         _new("ptx-lower-barrier-reductions"),
         _new("ptx-expand-wide-divrem"),
+        _new("ptx-expand-f64-atomics"),
         _new("convert-ptx-to-simt", mem_words=TENSOR_MEM_WORDS if tensor else 1024),
         _new("simt-if-convert"),
         _new("simt-rename-webs"),

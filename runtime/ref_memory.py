@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from qgc.dialects.ptx import Vec
 from qgc.runtime import float32 as F
+from qgc.runtime import float64 as D
 from qgc.runtime.memory import MemoryFault, from_generic, in_window, to_generic
 from qgc.runtime.ref_decode import (
     ALU,
@@ -211,7 +212,7 @@ def _isspacep(cx: Ctx):
 # ==================================================================== atomics
 
 _ATOM_OPS = ("add", "min", "max", "inc", "dec", "cas", "exch", "and", "or", "xor")
-ATOM_TYPES = ("b32", "b64", "u32", "s32", "u64", "s64", "f32")
+ATOM_TYPES = ("b32", "b64", "u32", "s32", "u64", "s64", "f32", "f64")
 ATOM_MODS = _ATOM_OPS + tuple(SPACES) + tuple(ORDERING) + ("shared::cta",)
 
 
@@ -224,6 +225,10 @@ def _atom_update(cx: Ctx, name: str, t: str) -> Callable:
             raise cx.unsupported()
         return lambda old, b, c: F.flush(F.from_float(
             F.to_float(F.flush(old)) + F.to_float(F.flush(b))))
+    if t == "f64":         # round to nearest even, subnormals kept
+        if name != "add":
+            raise cx.unsupported()
+        return lambda old, b, c: D.add(D.to_float(old), D.to_float(b), "rn")
     if name in ("min", "max"):
         fn = int_minmax(t if t[0] != "b" else "u" + t[1:], name == "max")
         return lambda old, b, c: fn(old, b)
@@ -276,9 +281,9 @@ def _atomic(cx: Ctx, returns: bool):
 
 @op("atom", "atom{.sem}{.scope}{.global,.shared}.{and,or,xor,exch,cas}.{b32,b64}",
     "atom{.global,.shared}.{add,inc,dec,min,max}.{u32,s32,u64,s64}",
-    "atom{.global,.shared}.add.f32",
+    "atom{.global,.shared}.add.{f32,f64}",
     desc="atomic read-modify-write returning the old value (threads in lane order; "
-         "f32 add flushes subnormals)", mods=ATOM_MODS)
+         "f32 add flushes subnormals, f64 add keeps them)", mods=ATOM_MODS)
 def _atom(cx: Ctx):
     return _atomic(cx, returns=True)
 
