@@ -21,8 +21,10 @@ product when it is sure to be the product's argmax in float32:
   code in float32 too; it is the product's argmax.
 
 Columns where that does not hold (a zero or tiny coordinate, NaN or ∞, a
-sign pattern that is no token's code or is two tokens' codes) go through the
-product as before.
+sign pattern that is no token's code or is two tokens' codes) take the
+choice of the product of every column as before: where two scores tie in
+real arithmetic, which one float32 ranks first depends on the BLAS kernel,
+and a product of those columns alone can rank them the other way.
 """
 
 from __future__ import annotations
@@ -54,8 +56,8 @@ class CodeBook:
         (n × launches, float32), as np.argmax of the float32 product gives it."""
         chosen = self.by_signs(h)
         unsure = chosen < 0
-        if unsure.any():
-            chosen[unsure] = np.argmax(self.codes @ h[:, unsure], axis=0)
+        if unsure.any():      # the whole product: BLAS may round a subset's differently
+            chosen[unsure] = self.product_choice(h)[unsure]
         return chosen
 
     def by_signs(self, h: np.ndarray) -> np.ndarray:

@@ -74,3 +74,16 @@ def test_unsure_columns_are_left_to_the_product():
     book = CodeBook(codes)
     assert list(book.by_signs(h)) == [-1, 1, -1, -1]
     assert list(book.choose(h)) == [0, 1, 0, 0]
+
+
+def test_a_shared_code_is_the_whole_products_choice():
+    """Regression (hypothesis): tokens 0 and 26 share a code, and the float32
+    product of that column alone ranked them one way, the product of all
+    eight columns the other (OpenBLAS's kernels differ with the shape). An
+    unsure column takes the whole product's choice, as the engine's product
+    gave it before the code book."""
+    rng = np.random.default_rng(34)
+    codes = rng.choice(np.float32([-1, 1]), size=(33, 8))
+    h = rng.standard_normal((8, 8)).astype(np.float32)
+    book = CodeBook(codes)
+    assert np.array_equal(book.choose(h), book.product_choice(h))
