@@ -31,8 +31,8 @@ except ImportError:          # the torch form runs without it
 
 #: the fields of a layer's row of `Packed.layers` (ints)
 (HEADS, DK, DV, CONV_IDENTITY, DECAYS, QKV, Z, B, A, OUT, GATE, UP, DOWN, NORM_IN, NORM_POST,
- CONV, DECAY, DT_BIAS, HEAD_NORM, STATE, WINDOW, TAPS, NEURONS, READ_IN, READ_POST,
- FIELDS) = range(26)
+ CONV, DECAY, DT_BIAS, HEAD_NORM, STATE, WINDOW, TAPS, NEURONS, READ_IN, READ_POST, UP_AT,
+ FIELDS) = range(27)
 #: the projections' order in a layer's row
 MATRICES = ("qkv", "z", "b", "a", "out", "gate", "up", "down")
 
@@ -55,6 +55,9 @@ class Packed:
         self.floats: list[np.ndarray] = []
         self.float_size = 0
         self.reads: list[np.ndarray] = []       # READ_*: coordinates a norm's output is read at
+        self.up_rows: list[np.ndarray] = []     # UP_AT: each neuron's row of its up matrix (−1: none)
+        self.up_coefs: list[np.ndarray] = []    # and its coefficient of the split column
+        self.up_size = 0
         self.read_size = 0
         self.state_size = self.window_size = 0
         self.work_size = 0                        # floats of one launch's layer vectors
@@ -70,11 +73,19 @@ class Packed:
         self.matrix_rows_a = np.array(self.matrix_rows, dtype=np.int64)
         self.floats_a = _joined(self.floats, np.float32)
         self.reads_a = _joined(self.reads, np.int64)
+        self.up_rows_a = _joined(self.up_rows, np.int64)
+        self.up_coefs_a = _joined(self.up_coefs, np.float32)
 
     @property
     def nbytes(self) -> int:
         """Bytes the packed weights take (without the states)."""
-        return sum(a.nbytes for a in self.matrices + (self.layers, self.floats_a, self.reads_a))
+        return sum(a.nbytes for a in self.matrices + (self.layers, self.floats_a, self.reads_a,
+                                                      self.up_rows_a, self.up_coefs_a))
+
+    @property
+    def ups(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each neuron's up row and coefficient (`_up_by_neuron`), as `_step` takes them."""
+        return self.up_rows_a, self.up_coefs_a
 
     @property
     def matrices(self) -> tuple[np.ndarray, ...]:
@@ -120,6 +131,20 @@ class Packed:
         self.matrix_rows.append(self.matrix_rows[-1] + len(distinct))
         return len(self.matrix_rows) - 2
 
+    def _up_by_neuron(self, m: int, neurons: int) -> int:
+        """Each neuron's row of up matrix `m` (relative to its first, −1 where
+        the neuron has none) and coefficient, appended; where they start.
+        The gate's pass computes each neuron's up from them as it writes
+        silu(gate) · up (`_matvec`, SILU_TIMES), not a pass of its own."""
+        rows, coefs = np.full(neurons, -1, np.int64), np.zeros(neurons, np.float32)
+        fans = self.fans[m]
+        rows[self.outs[m]] = np.repeat(np.arange(len(fans)), fans)
+        coefs[self.outs[m]] = self.coefs[m]
+        self.up_rows.append(rows)
+        self.up_coefs.append(coefs)
+        self.up_size += neurons
+        return self.up_size - neurons
+
     def _floats(self, t: torch.Tensor) -> int:
         at = self.float_size
         self.floats.append(t.detach().numpy().astype(np.float32).reshape(-1))
@@ -148,6 +173,7 @@ class Packed:
         row[DECAY], row[DT_BIAS] = self._floats(layer.decay), self._floats(layer.dt_bias)
         row[HEAD_NORM] = self._floats(layer.head_norm)
         row[NEURONS] = len(layer.gate.rows)
+        row[UP_AT] = self._up_by_neuron(row[UP], row[NEURONS])
         # a norm's output is read only where its projections have columns
         row[READ_IN] = self._read([layer.qkv, layer.z, layer.b, layer.a] if n else [])
         row[READ_POST] = self._read([layer.gate, layer.up])
@@ -231,7 +257,7 @@ class NumbaStepper:
         p = self.packed
         _embed(self.rows, np.asarray(ids, np.int64), self.h)
         live = np.ones(self.batch, np.bool_) if active is None else active
-        _step(self.h, live, p.layers, p.matrices, p.floats_a, p.reads_a, self.state,
+        _step(self.h, live, p.layers, p.matrices, p.ups, p.floats_a, p.reads_a, self.state,
               self.window, self.work, np.float32(self.plan.eps), False)
 
     def __call__(self, token: P.Token) -> P.Token | None:
@@ -255,7 +281,7 @@ class NumbaStepper:
         if len(self.prompt_work) < size:
             self.prompt_work = np.zeros(size, np.float32)
         window = np.ascontiguousarray(self.window[:, row:row + 1])   # the row's, as a batch of one
-        _step(h, np.ones(count, np.bool_), p.layers, p.matrices, p.floats_a, p.reads_a,
+        _step(h, np.ones(count, np.bool_), p.layers, p.matrices, p.ups, p.floats_a, p.reads_a,
               self.state[row:row + 1], window, self.prompt_work[:size],
               np.float32(self.plan.eps), True)
         self.window[:, row:row + 1] = window
@@ -305,25 +331,53 @@ def _embed(rows, ids, h):
             h[i, b] = rows[ids[b], i]
 
 
-#: `_matvec`'s activations of what it writes: none, SiLU, SiLU times `by`
+#: `_matvec`'s activations of what it writes: none, SiLU, SiLU times up
 PLAIN, SILU, SILU_TIMES = 0, 1, 2
 
 
 @_jit
-def _matvec(m, x, out, accumulate, act, by, outs, out_starts, coefs, splits, starts, index,
+def _up(up, b, o, sums, rows, coefs, x, split):
+    """Neuron o's up for column b, from its up matrix's row sums `sums`: the
+    sum of its row plus its coefficient times the split column, as
+    `_matvec` would have written it (0 for a neuron the matrix leaves out)."""
+    if up != SILU_TIMES or rows[o] < 0:
+        return np.float32(0.0)
+    s = sums[rows[o], b]
+    return s + coefs[o] * x[split, b] if coefs[o] != 0 else s
+
+
+@_jit
+def _row_sums(m, x, sums, outs, out_starts, coefs, splits, starts, index, value, matrix_rows):
+    """Σ value · x[index] of each of matrix m's CSR rows, for each column of
+    `x`, summed as `_matvec` sums them (the ups `_up` reads)."""
+    first = matrix_rows[m]
+    for r in range(first, matrix_rows[m + 1]):
+        for b in range(x.shape[1]):
+            sums[r - first, b] = 0
+        for e in range(starts[r], starts[r + 1]):
+            w, xi = value[e], index[e]
+            for b in range(x.shape[1]):
+                sums[r - first, b] += w * x[xi, b]
+
+
+@_jit
+def _matvec(m, x, out, accumulate, act, up, outs, out_starts, coefs, splits, starts, index,
             value, matrix_rows):
     """out[o] (+)= act(Σ value · x[index]) over matrix m's CSR rows, at every
     output position o of the row, plus o's coefficient times the matrix's
     split column, for each column of `x` (a launch of the batch) alike.
-    `act` (PLAIN, SILU, SILU_TIMES) applies SiLU, or SiLU times by[o], to
-    the sum as it is written: the projection and its activation in one pass
-    over `out` (a SwiGLU's gate, with `by` its up: the same products as
-    silu(gate) · up after it)."""
+    `act` (PLAIN, SILU, SILU_TIMES) applies SiLU, or SiLU times neuron o's
+    up, to the sum as it is written: the projection and its activation in
+    one pass over `out`. For SILU_TIMES (a SwiGLU's gate), `up` is (the up
+    matrix's row sums, each neuron's row and coefficient, the up matrix
+    number): each up is computed where it is used, as `_matvec` of the up
+    matrix would have written it (the same products as silu(gate) · up)."""
     batch, split = x.shape[1], splits[m]
+    sums, up_rows, up_coefs, up_m = up
+    up_split = splits[up_m]
     if batch == 1:        # one launch: flat vectors and scalar sums, no inner loops
-        _matvec_one(m, x.reshape(x.shape[0]), out.reshape(out.shape[0]), accumulate, act,
-                    by.reshape(by.shape[0]), outs, out_starts, coefs, split, starts, index,
-                    value, matrix_rows)
+        _matvec_one(m, x, out.reshape(out.shape[0]), accumulate, act, up, outs, out_starts,
+                    coefs, split, starts, index, value, matrix_rows, up_split)
         return
     s = np.zeros(batch, np.float32)
     for r in range(matrix_rows[m], matrix_rows[m + 1]):
@@ -340,23 +394,37 @@ def _matvec(m, x, out, accumulate, act, by, outs, out_starts, coefs, splits, sta
                     out[o, b] = out[o, b] + v if accumulate else v
                 continue
             between = 0
-            for b in range(batch):      # the known ranges without branches (see _silu_all)
-                v = s[b] + coef * x[split, b] if coef != 0 else s[b]
-                known = (v > np.float32(17.0)) | (v == 0)
-                low = v < np.float32(-88.8)
-                between += not (known | low)
-                v = v if known else np.float32(-0.0)
-                out[o, b] = v * by[o, b] if act == SILU_TIMES else v
+            if act == SILU_TIMES and up_rows[o] >= 0:     # silu(gate) · up, up computed here
+                r_up, c_up = up_rows[o], up_coefs[o]
+                for b in range(batch):
+                    v = s[b] + coef * x[split, b] if coef != 0 else s[b]
+                    known = (v > np.float32(17.0)) | (v == 0)
+                    low = v < np.float32(-88.8)
+                    between += not (known | low)
+                    u = sums[r_up, b] + c_up * x[up_split, b] if c_up != 0 else sums[r_up, b]
+                    out[o, b] = (v if known else np.float32(-0.0)) * u
+            else:
+                zero_up = act == SILU_TIMES
+                for b in range(batch):      # the known ranges without branches (see _silu_all)
+                    v = s[b] + coef * x[split, b] if coef != 0 else s[b]
+                    known = (v > np.float32(17.0)) | (v == 0)
+                    low = v < np.float32(-88.8)
+                    between += not (known | low)
+                    v = v if known else np.float32(-0.0)
+                    out[o, b] = v * np.float32(0.0) if zero_up else v
             if between:
                 for b in range(batch):
                     v = _silu(s[b] + coef * x[split, b] if coef != 0 else s[b])
-                    out[o, b] = v * by[o, b] if act == SILU_TIMES else v
+                    out[o, b] = v * _up(act, b, o, sums, up_rows, up_coefs, x, up_split) \
+                        if act == SILU_TIMES else v
 
 
 @_jit
-def _matvec_one(m, x, out, accumulate, act, by, outs, out_starts, coefs, split, starts, index,
-                value, matrix_rows):
-    """`_matvec` for one launch, on flat x, out and by."""
+def _matvec_one(m, x2, out, accumulate, act, up, outs, out_starts, coefs, split, starts, index,
+                value, matrix_rows, up_split):
+    """`_matvec` for one launch, on flat x and out (x2: x as a column)."""
+    x = x2.reshape(x2.shape[0])
+    sums, up_rows, up_coefs, _ = up
     at_split = x[split] if split >= 0 else np.float32(0.0)
     for r in range(matrix_rows[m], matrix_rows[m + 1]):
         t = np.float32(0.0)
@@ -369,7 +437,8 @@ def _matvec_one(m, x, out, accumulate, act, by, outs, out_starts, coefs, split, 
                 out[o] = out[o] + v if accumulate else v
             else:
                 v = _silu(v)
-                out[o] = v * by[o] if act == SILU_TIMES else v
+                out[o] = v * _up(act, 0, o, sums, up_rows, up_coefs, x2, up_split) \
+                    if act == SILU_TIMES else v
 
 
 @_jit(fastmath={"reassoc"})
@@ -551,13 +620,15 @@ def _scratch(work, rows, batch, zeroed=True):
 
 
 @_jit
-def _step(h, active, layers, matrices, floats, reads, state, window, work, eps, sequence):
+def _step(h, active, layers, matrices, ups, floats, reads, state, window, work, eps, sequence):
     """Every layer on the residuals `h` (coordinates × launches), in place;
     the layers' intermediate vectors live in `work` (allocating them per
     token costs more than computing them). With `sequence`, h's columns are
     one launch's tokens in order (a prefill): they share its states and
     windows, which take them one after another."""
     hidden, batch = h.shape
+    up_rows, up_coefs = ups
+    plain = (h, up_rows[:0], up_coefs[:0], 0)       # what a PLAIN or SILU pass takes for up
     for li in range(layers.shape[0]):
         L = layers[li]
         # the norms write x where the projections read it, and they read nothing else
@@ -567,17 +638,17 @@ def _step(h, active, layers, matrices, floats, reads, state, window, work, eps, 
         if n > 0:
             mixed, rest = _scratch(rest, n * (2 * dk + dv), batch)
             if L[CONV_IDENTITY]:
-                _matvec(L[QKV], x, mixed, False, SILU, mixed, *matrices)
+                _matvec(L[QKV], x, mixed, False, SILU, plain, *matrices)
             else:      # SiLU after the convolution
-                _matvec(L[QKV], x, mixed, False, PLAIN, mixed, *matrices)
+                _matvec(L[QKV], x, mixed, False, PLAIN, plain, *matrices)
                 _conv(mixed, floats[L[CONV]:], L[TAPS], window, L[WINDOW], sequence)
                 _silu_all(mixed)
             z, rest = _scratch(rest, n * dv, batch)
-            _matvec(L[Z], x, z, False, PLAIN, x, *matrices)
+            _matvec(L[Z], x, z, False, PLAIN, plain, *matrices)
             beta, rest = _scratch(rest, n, batch)
-            _matvec(L[B], x, beta, False, PLAIN, x, *matrices)
+            _matvec(L[B], x, beta, False, PLAIN, plain, *matrices)
             a, rest = _scratch(rest, n, batch)
-            _matvec(L[A], x, a, False, PLAIN, x, *matrices)
+            _matvec(L[A], x, a, False, PLAIN, plain, *matrices)
             o_all, rest = _scratch(rest, n * dv, batch)
             q_squares, rest = _scratch(rest, n, batch)
             k_squares, rest = _scratch(rest, n, batch)
@@ -591,12 +662,15 @@ def _step(h, active, layers, matrices, floats, reads, state, window, work, eps, 
                     S = state[0 if sequence else b, at:at + dk * dv].reshape(dk, dv)
                     _head(L, hd, n, mixed[:, b], q_squares[hd, b], k_squares[hd, b],
                           beta[hd, b], a[hd, b], z[:, b], o_all[:, b], S, floats, eps, delta, o)
-            _matvec(L[OUT], o_all, h, True, PLAIN, h, *matrices)
+            _matvec(L[OUT], o_all, h, True, PLAIN, plain, *matrices)
         _rms_at(h, floats[L[NORM_POST]:L[NORM_POST] + hidden], eps, x, reads, L[READ_POST])
         neurons = L[NEURONS]
         if neurons > 0:
             gate, rest = _scratch(rest, neurons, batch)
-            up, rest = _scratch(rest, neurons, batch)
-            _matvec(L[UP], x, up, False, PLAIN, up, *matrices)
+            m_up, matrix_rows = L[UP], matrices[7]
+            sums, rest = _scratch(rest, matrix_rows[m_up + 1] - matrix_rows[m_up], batch, False)
+            _row_sums(m_up, x, sums, *matrices)
+            at = L[UP_AT]
+            up = (sums, up_rows[at:at + neurons], up_coefs[at:at + neurons], m_up)
             _matvec(L[GATE], x, gate, False, SILU_TIMES, up, *matrices)   # silu(gate) · up
-            _matvec(L[DOWN], gate, h, True, PLAIN, h, *matrices)
+            _matvec(L[DOWN], gate, h, True, PLAIN, plain, *matrices)
