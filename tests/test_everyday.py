@@ -631,7 +631,8 @@ TWO_KERNELS = HEADER + """
     cvta.to.global.u64 %rd2, %rd1;
     ld.global.f32 %f1, [%rd2];
     cvt.f64.f32 %fd1, %f1;
-    atom.global.add.f64 %fd1, [%rd2], %fd1;
+    rsqrt.approx.f64 %fd1, %fd1;
+    st.global.f64 [%rd2], %fd1;
     ret;
 }
 .visible .entry k(.param .u64 k_param_0)
@@ -654,7 +655,8 @@ TWO_KERNELS = HEADER + """
 def test_a_kernel_runs_beside_one_the_machine_lacks(tmp_path, capsys, engine):
     """nvcc puts every kernel of a `.cu` into one PTX file: the launched one
     is compiled alone (`ptx-remove-dead-functions{entry}`), so `widen`'s
-    f64 atomic does not stop `k`; launching `widen` says what it lacks."""
+    f64 reciprocal square root does not stop `k`; launching `widen` says
+    what it lacks."""
     launch = {"grid": [1, 1, 1], "block": [4, 1, 1], "args": [{"type": "u32*", "data": [0] * 4}]}
     status, out, err = _run(tmp_path, TWO_KERNELS, launch, engine, capsys)
     assert status == 0, err
@@ -662,5 +664,5 @@ def test_a_kernel_runs_beside_one_the_machine_lacks(tmp_path, capsys, engine):
     spec = tmp_path / "widen.json"
     spec.write_text(json.dumps({"kernel": "widen", **launch}))
     assert main(["run", str(tmp_path / "k.ptx"), "--launch", str(spec), "--engine", engine]) == 2
-    assert "k.ptx:14:5: error: 'atom.global.add.f64' is not yet supported by the machine" in \
+    assert "k.ptx:14:5: error: 'rsqrt.approx.f64' is not yet supported by the machine" in \
         capsys.readouterr().err
