@@ -21,7 +21,7 @@ of the PTX file are the ops' locations.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -614,14 +614,25 @@ def _verify_width(op: InstOp, opcode: Opcode, index: int, operand: Operand,
                        f".{declared} ({actual} bits) but the instruction needs {expected} bits")
 
 
+def instruction(opcode: str, *args: str, guard: str | None = None) -> InstOp:
+    """An instruction of an expansion: `opcode` on `args`, under `guard`."""
+    return InstOp(opcode, list(args), guard)
+
+
+def registers(table: Sequence[tuple[str, str, int]]) -> list[Operation]:
+    """`.reg` declarations of (prefix, type, count) rows: an expansion's registers."""
+    return [RegOp(name, t, n) for name, t, n in table]
+
+
 def expand_instructions(root: Operation, matches: Callable[[Operation], bool],
                         declarations: Callable[[], list[Operation]],
                         expand: Callable[[InstOp, int], list[Operation]]) -> None:
     """In every function under `root`, each instruction `matches` accepts is
     replaced by `expand(inst, k)` (its number k in the function, for unique
-    labels); a function with any gets `declarations()` (the registers and
-    variables the expansions use) at its top. The PTX-level rewrites
-    (`ptx-lower-barrier-reductions`, `ptx-expand-wide-divrem`) are this."""
+    labels), every op of it at the instruction's location; a function with
+    any gets `declarations()` (the registers and variables the expansions
+    use) at its top. The PTX-level rewrites (`ptx-lower-barrier-reductions`,
+    `ptx-expand-wide-divrem`, `ptx-expand-f64-atomics`) are this."""
     for fn in list(root.walk()):
         if not isinstance(fn, EntryOp | FuncOp):
             continue
@@ -631,7 +642,10 @@ def expand_instructions(root: Operation, matches: Callable[[Operation], bool],
         block = fn.body.block
         block.insert_ops_before(declarations(), block.first_op)
         for index, inst in enumerate(found):
-            block.insert_ops_before(expand(inst, index), inst)
+            ops = expand(inst, index)
+            for new in ops:
+                new.location = inst.location
+            block.insert_ops_before(ops, inst)
             inst.detach()
             inst.erase()
 

@@ -35,8 +35,7 @@ def _is_f64_add(op) -> bool:
         op.op.type == "f64" and "add" in op.op.modifiers
 
 
-def _inst(opcode: str, *args: str, guard: str | None = None) -> ptx.InstOp:
-    return ptx.InstOp(opcode, list(args), guard)
+_inst = ptx.instruction
 
 
 def _expanded(inst: ptx.InstOp, label: str) -> list[ptx.Operation]:
@@ -61,13 +60,7 @@ def _expanded(inst: ptx.InstOp, label: str) -> list[ptx.Operation]:
         _inst("bra", label, guard=AGAIN)]
     if returns:
         ops.append(_inst("mov.b64", args[0], SEEN))
-    for op in ops:
-        op.location = inst.location
     return ops
-
-
-def _declarations() -> list:
-    return [ptx.RegOp(name, t, n) for name, t, n in REGISTERS]
 
 
 @dataclass(frozen=True)
@@ -75,5 +68,5 @@ class PtxExpandF64AtomicsPass(ModulePass):
     name = "ptx-expand-f64-atomics"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        ptx.expand_instructions(op, _is_f64_add, _declarations,
+        ptx.expand_instructions(op, _is_f64_add, lambda: ptx.registers(REGISTERS),
                                 lambda inst, k: _expanded(inst, f"$qgc_f64_add_{k}"))

@@ -36,8 +36,7 @@ def _is_wide_divrem(op) -> bool:
         op.op.type in ("u64", "s64")
 
 
-def _inst(opcode: str, *args: str, guard: str | None = None) -> ptx.InstOp:
-    return ptx.InstOp(opcode, list(args), guard)
+_inst = ptx.instruction
 
 
 def _magnitudes() -> list[ptx.InstOp]:
@@ -80,13 +79,7 @@ def _expanded(inst: ptx.InstOp, label: str) -> list[ptx.Operation]:
     elif signed:
         ops += [_inst("sub.s64", T, "0", R), _inst("selp.b64", R, T, R, NEG_A)]
     ops.append(_inst("mov.b64", dst, result))
-    for op in ops:
-        op.location = inst.location
     return ops
-
-
-def _declarations() -> list:
-    return [ptx.RegOp(name, t, n) for name, t, n in REGISTERS]
 
 
 @dataclass(frozen=True)
@@ -94,5 +87,5 @@ class PtxExpandWideDivremPass(ModulePass):
     name = "ptx-expand-wide-divrem"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        ptx.expand_instructions(op, _is_wide_divrem, _declarations,
+        ptx.expand_instructions(op, _is_wide_divrem, lambda: ptx.registers(REGISTERS),
                                 lambda inst, k: _expanded(inst, f"$qgc_divide_{k}"))

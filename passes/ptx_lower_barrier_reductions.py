@@ -60,8 +60,6 @@ def _lowered(inst: ptx.InstOp) -> list[ptx.InstOp]:
         ops.append(ptx.InstOp("mov.u32", [dst, COUNT]))
     else:
         ops.append(ptx.InstOp(f"setp.{'ne' if kind == 'or' else 'eq'}.u32", [dst, COUNT, "0"]))
-    for op in ops:
-        op.location = inst.location
     return ops
 
 
