@@ -57,7 +57,6 @@ class Packed:
         self.reads: list[np.ndarray] = []       # READ_*: coordinates a norm's output is read at
         self.up_rows: list[np.ndarray] = []     # UP_AT: each neuron's row of its up matrix (−1: none)
         self.up_coefs: list[np.ndarray] = []    # and its coefficient of the split column
-        self.up_size = 0
         self.read_size = 0
         self.state_size = self.window_size = 0
         self.work_size = 0                        # floats of one launch's layer vectors
@@ -140,10 +139,10 @@ class Packed:
         fans = self.fans[m]
         rows[self.outs[m]] = np.repeat(np.arange(len(fans)), fans)
         coefs[self.outs[m]] = self.coefs[m]
+        at = sum(len(r) for r in self.up_rows)
         self.up_rows.append(rows)
         self.up_coefs.append(coefs)
-        self.up_size += neurons
-        return self.up_size - neurons
+        return at
 
     def _floats(self, t: torch.Tensor) -> int:
         at = self.float_size
@@ -336,11 +335,11 @@ PLAIN, SILU, SILU_TIMES = 0, 1, 2
 
 
 @_jit
-def _up(up, b, o, sums, rows, coefs, x, split):
+def _up(b, o, sums, rows, coefs, x, split):
     """Neuron o's up for column b, from its up matrix's row sums `sums`: the
     sum of its row plus its coefficient times the split column, as
     `_matvec` would have written it (0 for a neuron the matrix leaves out)."""
-    if up != SILU_TIMES or rows[o] < 0:
+    if rows[o] < 0:
         return np.float32(0.0)
     s = sums[rows[o], b]
     return s + coefs[o] * x[split, b] if coefs[o] != 0 else s
@@ -415,7 +414,7 @@ def _matvec(m, x, out, accumulate, act, up, outs, out_starts, coefs, splits, sta
             if between:
                 for b in range(batch):
                     v = _silu(s[b] + coef * x[split, b] if coef != 0 else s[b])
-                    out[o, b] = v * _up(act, b, o, sums, up_rows, up_coefs, x, up_split) \
+                    out[o, b] = v * _up(b, o, sums, up_rows, up_coefs, x, up_split) \
                         if act == SILU_TIMES else v
 
 
@@ -437,7 +436,7 @@ def _matvec_one(m, x2, out, accumulate, act, up, outs, out_starts, coefs, split,
                 out[o] = out[o] + v if accumulate else v
             else:
                 v = _silu(v)
-                out[o] = v * _up(act, 0, o, sums, up_rows, up_coefs, x2, up_split) \
+                out[o] = v * _up(0, o, sums, up_rows, up_coefs, x2, up_split) \
                     if act == SILU_TIMES else v
 
 
