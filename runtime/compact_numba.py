@@ -32,7 +32,7 @@ except ImportError:          # the torch form runs without it
 #: the fields of a layer's row of `Packed.layers` (ints)
 (HEADS, DK, DV, CONV_IDENTITY, DECAYS, QKV, Z, B, A, OUT, GATE, UP, DOWN, NORM_IN, NORM_POST,
  CONV, DECAY, DT_BIAS, HEAD_NORM, STATE, WINDOW, TAPS, NEURONS, READ_IN, READ_POST, UP_AT,
- FIELDS) = range(27)
+ QK_ROWS, FIELDS) = range(28)
 #: the projections' order in a layer's row
 MATRICES = ("qkv", "z", "b", "a", "out", "gate", "up", "down")
 
@@ -54,12 +54,14 @@ class Packed:
         self.matrix_rows: list[int] = [0]       # matrix m's rows: matrix_rows[m]..[m + 1]
         self.floats: list[np.ndarray] = []
         self.float_size = 0
-        self.reads: list[np.ndarray] = []       # READ_*: coordinates a norm's output is read at
+        self.reads: list[np.ndarray] = []       # READ_*: coordinates a norm's output is read at,
+        #                                         QK_ROWS: the q and k rows qkv writes
         self.up_rows: list[np.ndarray] = []     # UP_AT: each neuron's row of its up matrix (−1: none)
         self.up_coefs: list[np.ndarray] = []    # and its coefficient of the split column
         self.read_size = 0
         self.state_size = self.window_size = 0
         self.work_size = 0                        # floats of one launch's layer vectors
+        self.nonzero_size = 0                     # ints of one launch's `_nonzeros` lists
         self.layers = np.array([self._layer(layer) for layer in plan.layers],
                                dtype=np.int64).reshape(-1, FIELDS)
         self.outs_a = _joined(self.outs, np.int64)
@@ -151,12 +153,16 @@ class Packed:
         return at
 
     def _read(self, blocks: list[Block]) -> int:
-        """Append the columns `blocks` read, sorted, with their count first;
-        where they start."""
-        cols = np.unique(np.concatenate([b.cols.numpy() for b in blocks] + [np.zeros(0, int)]))
+        """Append the columns `blocks` read (`_list`); where they start."""
+        return self._list(np.concatenate([b.cols.numpy() for b in blocks] + [np.zeros(0, int)]))
+
+    def _list(self, values: np.ndarray) -> int:
+        """Append `values` to `reads`, sorted and each once, with their count
+        first; where they start."""
+        values = np.unique(values)
         at = self.read_size
-        self.reads.append(np.concatenate([[len(cols)], cols]))
-        self.read_size += 1 + len(cols)
+        self.reads.append(np.concatenate([[len(values)], values]))
+        self.read_size += 1 + len(values)
         return at
 
     def _layer(self, layer: CompactLayer) -> list[int]:
@@ -176,10 +182,13 @@ class Packed:
         # a norm's output is read only where its projections have columns
         row[READ_IN] = self._read([layer.qkv, layer.z, layer.b, layer.a] if n else [])
         row[READ_POST] = self._read([layer.gate, layer.up])
+        written = layer.qkv.filled.numpy()
+        row[QK_ROWS] = self._list(written[written < 2 * n * layer.dk])
         row[STATE], row[WINDOW] = self.state_size, self.window_size
         hidden = len(layer.norm_in)
         self.work_size = max(self.work_size, hidden + n * (2 * layer.dk + 3 * layer.dv + 4)
                              + 2 * row[NEURONS])
+        self.nonzero_size = max(self.nonzero_size, 2 * n * (layer.dk + 1))
         self.state_size += n * layer.dk * layer.dv
         if not layer.conv_identity:         # an identity convolution keeps no window
             self.window_size += layer.conv.shape[0] * (layer.conv.shape[1] - 1)
@@ -225,18 +234,19 @@ class NumbaStepper:
         self.window = np.zeros((self.packed.window_size, batch), np.float32)
         # the layers' vectors for each launch, then two of a head's (at the end)
         self.work = np.zeros(self.packed.work_size * batch + 2 * plan.layers[0].dv, np.float32)
+        self.nonzeros = np.zeros(self.packed.nonzero_size * batch, np.int32)
         # the step's own arrays, made once: fresh ones of this size each token
         # cost page faults
         self.h = np.zeros((len(self.rows[0]), batch), np.float32)
         self.h_code = np.zeros((len(self.code), batch), np.float32)
-        self.prompt_work = np.zeros(0, np.float32)     # a prefill's, grown to its prompt
+        self.prompt: dict[str, np.ndarray] = {}         # a prefill's, grown to its passes
 
     @property
     def nbytes(self) -> int:
         """Bytes the stepper holds: the packed weights, the GPU tokens'
         embedding rows and codes, the states, windows and workspace."""
-        arrays = (self.rows, self.book.codes, self.state, self.window, self.work, self.h,
-                  self.h_code)
+        arrays = (self.rows, self.book.codes, self.state, self.window, self.work,
+                  self.nonzeros, self.h, self.h_code)
         return self.packed.nbytes + sum(a.nbytes for a in arrays)
 
     def step(self, ids: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
@@ -255,9 +265,11 @@ class NumbaStepper:
         residual after them."""
         p = self.packed
         _embed(self.rows, np.asarray(ids, np.int64), self.h)
-        live = np.ones(self.batch, np.bool_) if active is None else active
-        _step(self.h, live, p.layers, p.matrices, p.ups, p.floats_a, p.reads_a, self.state,
-              self.window, self.work, np.float32(self.plan.eps), False)
+        owner = np.arange(self.batch)
+        if active is not None:
+            owner[~active] = -1
+        _step(self.h, owner, p.layers, p.matrices, p.ups, p.floats_a, p.reads_a, self.state,
+              self.window, self.work, self.nonzeros, np.float32(self.plan.eps))
 
     def __call__(self, token: P.Token) -> P.Token | None:
         ids = np.array([self.plan.vocab.id_of(token)])
@@ -268,30 +280,43 @@ class NumbaStepper:
         (each weight read once for all of them), but as one launch's
         sequence: the convolution windows and the heads' states take the
         tokens in order. No readout (nothing reads its choice)."""
-        self.prefill_row(0, np.array([self.plan.vocab.id_of(t) for t in tokens], np.int64))
+        self.prefill_rows([0], [np.array([self.plan.vocab.id_of(t) for t in tokens], np.int64)])
 
-    def prefill_row(self, row: int, ids: np.ndarray) -> None:
-        """`prefill` of the tokens with these ids for launch `row` of the
-        batch (`run_traces` prefills each launch's prompt so)."""
+    def prefill_rows(self, rows: Sequence[int], ids: Sequence[np.ndarray]) -> None:
+        """`prefill` of launch rows[i]'s tokens with ids ids[i], for every i
+        at once (`run_traces` prefills its launches' prompts so): their
+        tokens are the columns of passes of at most `PREFILL_COLUMNS`, a
+        launch's in order."""
+        owners = np.repeat(np.asarray(rows, np.int64), [len(i) for i in ids])
+        tokens = np.concatenate([np.asarray(i, np.int64) for i in ids])
+        for start in range(0, len(tokens), PREFILL_COLUMNS):
+            self._prefill(owners[start:start + PREFILL_COLUMNS],
+                          tokens[start:start + PREFILL_COLUMNS])
+
+    def _prefill(self, owner: np.ndarray, ids: np.ndarray) -> None:
+        """One pass of `prefill_rows`: token ids[c] of launch owner[c]."""
         p, count = self.packed, len(ids)
-        h = np.zeros((len(self.rows[0]), count), np.float32)
-        _embed(self.rows, np.asarray(ids, np.int64), h)
-        size = p.work_size * count + 2 * self.plan.layers[0].dv   # the head's two at the end
-        if len(self.prompt_work) < size:
-            self.prompt_work = np.zeros(size, np.float32)
-        window = np.ascontiguousarray(self.window[:, row:row + 1])   # the row's, as a batch of one
-        _step(h, np.ones(count, np.bool_), p.layers, p.matrices, p.ups, p.floats_a, p.reads_a,
-              self.state[row:row + 1], window, self.prompt_work[:size],
-              np.float32(self.plan.eps), True)
-        self.window[:, row:row + 1] = window
+        h = self._prompt_array("h", len(self.rows[0]) * count, np.float32).reshape(-1, count)
+        _embed(self.rows, ids, h)
+        # the layers' vectors, then a head's two at the end
+        work = self._prompt_array("work", p.work_size * count + 2 * self.plan.layers[0].dv,
+                                  np.float32)
+        nonzeros = self._prompt_array("nonzeros", p.nonzero_size * count, np.int32)
+        _step(h, owner, p.layers, p.matrices, p.ups, p.floats_a, p.reads_a, self.state,
+              self.window, work, nonzeros, np.float32(self.plan.eps))
+
+    def _prompt_array(self, name: str, size: int, dtype) -> np.ndarray:
+        """The first `size` entries of the prefill's array `name`, grown to
+        fit and kept for the next pass (fresh pages each pass cost faults)."""
+        if name not in self.prompt or len(self.prompt[name]) < size:
+            self.prompt[name] = np.zeros(size, dtype)
+        return self.prompt[name][:size]
 
 
 class ThreadedStepper:
     """A batch stepper (`run_traces`) that splits its launches between
     `threads` threads, each a `NumbaStepper` of its share: numba's step
-    releases the GIL, and the launches share nothing but the weights. It
-    feeds prompts in lockstep (no `prefill_row`): a launch's prefill is one
-    thread's work, a lockstep step is every thread's."""
+    releases the GIL, and the launches share nothing but the weights."""
 
     def __init__(self, plan: CompactPlan, batch: int, threads: int):
         bounds = np.linspace(0, batch, min(threads, batch) + 1).astype(np.int64)
@@ -313,6 +338,17 @@ class ThreadedStepper:
                    for (lo, hi), stepper in zip(self.shares, self.steppers, strict=True)]
         return np.concatenate([f.result() for f in futures])
 
+    def prefill_rows(self, rows: Sequence[int], ids: Sequence[np.ndarray]) -> None:
+        """`NumbaStepper.prefill_rows` of each share's rows, at once."""
+        futures = []
+        for (lo, hi), stepper in zip(self.shares, self.steppers, strict=True):
+            mine = [i for i, row in enumerate(rows) if lo <= row < hi]
+            if mine:
+                futures.append(self.pool.submit(stepper.prefill_rows,
+                                                [rows[i] - lo for i in mine], [ids[i] for i in mine]))
+        for f in futures:
+            f.result()
+
 
 def _jit(fn=None, *, fastmath=False):
     """numba's compiled `fn` (cached on disk), as `@_jit` or
@@ -324,12 +360,22 @@ def _jit(fn=None, *, fastmath=False):
 
 @_jit
 def _embed(rows, ids, h):
-    """h[:, b] = the embedding row of token ids[b]."""
-    for b in range(len(ids)):
-        for i in range(h.shape[0]):
-            h[i, b] = rows[ids[b], i]
+    """h[:, b] = the embedding row of token ids[b], in tiles of 64
+    coordinates (a column of h is strided: a tile of every column stays in
+    the cache while the rows are read)."""
+    for first in range(0, h.shape[0], 64):
+        last = min(first + 64, h.shape[0])
+        for b in range(len(ids)):
+            row = rows[ids[b]]
+            for i in range(first, last):
+                h[i, b] = row[i]
 
 
+#: the most tokens one prefill pass takes as its columns: a pass reads a
+#: row of its inputs (one float a column) for each weight, and more columns
+#: than this fall out of the caches (dot at 2B: a token costs 113 µs in
+#: passes of 39, 74 in passes of 128, as many in passes of 256)
+PREFILL_COLUMNS = 128
 #: `_matvec`'s activations of what it writes: none, SiLU, SiLU times up
 PLAIN, SILU, SILU_TIMES = 0, 1, 2
 
@@ -451,6 +497,16 @@ def _sum_of_squares(v):
     return s
 
 
+@_jit(fastmath={"reassoc"})
+def _sum_of_magnitudes(v):
+    """Σ |v| (0 only where every entry is: a square could underflow), as
+    vector lanes."""
+    s = np.float32(0.0)
+    for i in range(v.shape[0]):
+        s += abs(v[i])
+    return s
+
+
 @_jit
 def _inverse_rms(x, eps):
     """1 / √(mean of squares + ε) of each column of `x` (coordinates ×
@@ -517,15 +573,17 @@ def _silu_all(a):
 
 
 @_jit
-def _conv(mixed, conv, taps, window, w0, sequence):
+def _conv(mixed, conv, taps, window, w0, owner):
     """The causal convolution of each channel over its window, which moves
-    on: launch b's window for column b, or (`sequence`) the one launch's
-    for every column, in order."""
+    on: column b's over launch owner[b]'s window (a launch's columns in
+    order; none where owner[b] < 0)."""
     width, batch = mixed.shape
     for c in range(width):
         at = w0 + c * (taps - 1)
         for b in range(batch):
-            w = 0 if sequence else b
+            w = owner[b]
+            if w < 0:
+                continue
             s = conv[c * taps + taps - 1] * mixed[c, b]
             for j in range(taps - 1):
                 s += conv[c * taps + j] * window[at + j, w]
@@ -557,13 +615,37 @@ def _head_squares(mixed, n, dk, q_squares, k_squares):
 
 
 @_jit
+def _nonzeros(mixed, n, dk, rows, lists):
+    """Where each head's query and key are not zero, for each column of
+    `mixed`: `lists` holds, for query head hd and column b, at
+    (hd · batch + b) · (dk + 1), the count, then the channels (keys after
+    the n query heads). `_head` walks these, not all dk channels: a compiled
+    key has 0.12 non-zero components on average and a query 1.5, and a
+    batch's column of a head is strided (one cache line a channel). Only
+    `rows` (the q and k rows the qkv projection writes) can be non-zero."""
+    batch = mixed.shape[1]
+    lists[:2 * n * batch * (dk + 1):dk + 1] = 0
+    for r in rows:
+        hd, d = r // dk, r % dk
+        row = mixed[r]
+        if _sum_of_magnitudes(row) == 0:    # vector lanes, where most rows are zero
+            continue
+        for b in range(batch):
+            if row[b] != 0:
+                at = (hd * batch + b) * (dk + 1)
+                lists[at] += 1
+                lists[at + lists[at]] = d
+
+
+@_jit
 def _head(L, hd, n, m, q_squares, k_squares, beta_in, a_in, z, o_all, S, floats, eps, delta,
-          o):
+          o, queried, keyed):
     """One used head of one launch and token: the gated delta rule on its
     state `S` (dk × dv) and the gated RMSNorm of its output into `o_all`.
     `m` (the token's q, k and v channels), `z` and `o_all` are that token's
-    columns, `q_squares` and `k_squares` its query's and key's Σ x²; `delta`
-    and `o` (dv) are scratch. A zero key leaves the state as it is and a
+    columns, `q_squares` and `k_squares` its query's and key's Σ x²,
+    `queried` and `keyed` the channels where they are not zero
+    (`_nonzeros`); `delta` and `o` (dv) are scratch. A zero key leaves the state as it is and a
     zero query reads nothing (most heads on most tokens: a key has 0.12
     non-zero components on average, a query 1.5)."""
     dk, dv = L[DK], L[DV]
@@ -577,14 +659,14 @@ def _head(L, hd, n, m, q_squares, k_squares, beta_in, a_in, z, o_all, S, floats,
         k_scale = np.float32(1.0) / np.sqrt(k_squares + np.float32(1e-6))
         beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-beta_in))
         delta[:] = 0
-        for d in range(dk):
+        for d in keyed:
             kd = m[k0 + d] * k_scale
             if kd != 0:
                 for j in range(dv):
                     delta[j] += S[d, j] * kd
         for j in range(dv):
             delta[j] = (m[v0 + j] - delta[j]) * beta
-        for d in range(dk):
+        for d in keyed:
             kd = m[k0 + d] * k_scale
             if kd != 0:
                 for j in range(dv):
@@ -594,7 +676,7 @@ def _head(L, hd, n, m, q_squares, k_squares, beta_in, a_in, z, o_all, S, floats,
     q_scale = np.float32(1.0) / np.sqrt(q_squares + np.float32(1e-6))
     root_dk = np.sqrt(np.float32(dk))
     o[:] = 0
-    for d in range(dk):
+    for d in queried:
         qd = m[q0 + d] * q_scale / root_dk
         if qd != 0:
             for j in range(dv):
@@ -619,12 +701,15 @@ def _scratch(work, rows, batch, zeroed=True):
 
 
 @_jit
-def _step(h, active, layers, matrices, ups, floats, reads, state, window, work, eps, sequence):
+def _step(h, owner, layers, matrices, ups, floats, reads, state, window, work, nonzeros, eps):
     """Every layer on the residuals `h` (coordinates × launches), in place;
-    the layers' intermediate vectors live in `work` (allocating them per
-    token costs more than computing them). With `sequence`, h's columns are
-    one launch's tokens in order (a prefill): they share its states and
-    windows, which take them one after another."""
+    the layers' intermediate vectors live in `work` and the heads' lists of
+    non-zero channels in `nonzeros` (allocating them per token costs more
+    than computing them). Column b is a token of launch owner[b] (its row of
+    `state` and column of `window`; none where owner[b] < 0), and a launch's
+    columns are its tokens in order: a batch step has one column a launch, a
+    prefill a launch's prompt, whose tokens share its states and windows
+    and go through them one after another."""
     hidden, batch = h.shape
     up_rows, up_coefs = ups
     plain = (h, up_rows[:0], up_coefs[:0], 0)       # what a PLAIN or SILU pass takes for up
@@ -640,7 +725,7 @@ def _step(h, active, layers, matrices, ups, floats, reads, state, window, work, 
                 _matvec(L[QKV], x, mixed, False, SILU, plain, *matrices)
             else:      # SiLU after the convolution
                 _matvec(L[QKV], x, mixed, False, PLAIN, plain, *matrices)
-                _conv(mixed, floats[L[CONV]:], L[TAPS], window, L[WINDOW], sequence)
+                _conv(mixed, floats[L[CONV]:], L[TAPS], window, L[WINDOW], owner)
                 _silu_all(mixed)
             z, rest = _scratch(rest, n * dv, batch)
             _matvec(L[Z], x, z, False, PLAIN, plain, *matrices)
@@ -652,15 +737,20 @@ def _step(h, active, layers, matrices, ups, floats, reads, state, window, work, 
             q_squares, rest = _scratch(rest, n, batch)
             k_squares, rest = _scratch(rest, n, batch)
             _head_squares(mixed, n, dk, q_squares, k_squares)
+            _nonzeros(mixed, n, dk, reads[L[QK_ROWS] + 1:L[QK_ROWS] + 1 + reads[L[QK_ROWS]]],
+                      nonzeros)
             delta, o = work[-2 * dv:-dv], work[-dv:]
             for b in range(batch):
-                if not active[b]:
+                if owner[b] < 0:
                     continue
                 for hd in range(n):
                     at = L[STATE] + hd * dk * dv
-                    S = state[0 if sequence else b, at:at + dk * dv].reshape(dk, dv)
+                    S = state[owner[b], at:at + dk * dv].reshape(dk, dv)
+                    q_at, k_at = (hd * batch + b) * (dk + 1), ((n + hd) * batch + b) * (dk + 1)
                     _head(L, hd, n, mixed[:, b], q_squares[hd, b], k_squares[hd, b],
-                          beta[hd, b], a[hd, b], z[:, b], o_all[:, b], S, floats, eps, delta, o)
+                          beta[hd, b], a[hd, b], z[:, b], o_all[:, b], S, floats, eps, delta, o,
+                          nonzeros[q_at + 1:q_at + 1 + nonzeros[q_at]],
+                          nonzeros[k_at + 1:k_at + 1 + nonzeros[k_at]])
             _matvec(L[OUT], o_all, h, True, PLAIN, plain, *matrices)
         _rms_at(h, floats[L[NORM_POST]:L[NORM_POST] + hidden], eps, x, reads, L[READ_POST])
         neurons = L[NEURONS]

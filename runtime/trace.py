@@ -351,8 +351,9 @@ def run_traces(kernel: simt.KernelOp, vocab: P.Vocabulary, launches: Sequence[La
     launch a row: `stepper.step(ids, active)` takes each row's next token id
     and names the id after it, as `NumbaStepper` does). Each launch's host
     loop runs as in `run_trace`; a row feeds its host tokens one a step, or
-    all but the last in one pass where the stepper has `prefill_row(row,
-    ids)`, and sits idle once its launch is done. Returns each launch's
+    all but the last before the step where the stepper has
+    `prefill_rows(rows, ids)` (every row's at once), and sits idle once its
+    launch is done. Returns each launch's
     result, or the error it stopped with."""
     hosts = [host_loop(kernel, vocab, launch, max_steps) for launch in launches]
     results: list[TraceResult | Exception | None] = [None] * len(hosts)
@@ -374,14 +375,18 @@ def run_traces(kernel: simt.KernelOp, vocab: P.Vocabulary, launches: Sequence[La
     for row in range(len(hosts)):
         answer(row, None)
     ids = np.zeros(len(hosts), np.int64)
-    prefill_row = getattr(stepper, "prefill_row", None)
+    prefill_rows = getattr(stepper, "prefill_rows", None)
     while any(r is None for r in results):
         active = np.array([r is None for r in results])
+        rows, prompts = [], []
         for row in np.flatnonzero(active):
-            if prefill_row is not None and len(queues[row]) > 1:
-                prefill_row(row, np.array([vocab.id_of(queues[row].popleft())
-                                           for _ in range(len(queues[row]) - 1)], np.int64))
+            if prefill_rows is not None and len(queues[row]) > 1:
+                rows.append(int(row))
+                prompts.append(np.array([vocab.id_of(queues[row].popleft())
+                                         for _ in range(len(queues[row]) - 1)], np.int64))
             ids[row] = vocab.id_of(queues[row].popleft())
+        if rows:
+            prefill_rows(rows, prompts)
         next_ids = stepper.step(ids, active)
         for row in np.flatnonzero(active):
             if not queues[row]:          # its last token is fed: the machine's answer

@@ -230,11 +230,34 @@ def test_a_prefill_takes_the_prompt_in_order(convolution):
     for stream in STREAMS:
         want = torch_residuals(plan, list(stream))[-1]
         stepper = NumbaStepper(plan)
-        stepper.prefill_row(0, stream[:-1])
+        stepper.prefill_rows([0], [stream[:-1]])
         named = stepper.step(stream[-1:])
         got = torch.from_numpy(stepper.h[:, 0].copy())
         assert (got - want).abs().max() <= 1e-5 * want.abs().max()
         assert named[0] == int((want[plan.code] @ plan.codes.T).argmax())
+
+
+@pytest.mark.parametrize("columns", [128, 3], ids=["one-pass", "passes-of-3"])
+@pytest.mark.parametrize("convolution", [True, False], ids=["convolution", "identity"])
+def test_prefill_rows_takes_each_launchs_prompt_in_order(convolution, columns, monkeypatch):
+    """Prompts of different lengths for three launches of a batch, given in
+    another order than their rows, in one `prefill_rows` (in passes of 3
+    columns, a launch's prompt is split between passes), then each launch's
+    last token in one step: each launch's residual is the torch form's after
+    its own tokens one by one."""
+    from qgc.runtime import compact_numba
+    monkeypatch.setattr(compact_numba, "PREFILL_COLUMNS", columns)
+    plan = made_up_plan(convolution)
+    prompts = {2: STREAMS[2][:4], 0: STREAMS[0][:2], 1: STREAMS[1][:3]}
+    stepper = NumbaStepper(plan, batch=3)
+    stepper.prefill_rows(list(prompts), list(prompts.values()))
+    last = np.array([STREAMS[row][len(prompts[row])] for row in range(3)])
+    named = stepper.step(last)
+    for row in range(3):
+        want = torch_residuals(plan, [*prompts[row], last[row]])[-1]
+        got = torch.from_numpy(stepper.h[:, row].copy())
+        assert (got - want).abs().max() <= 1e-5 * want.abs().max()
+        assert named[row] == int((want[plan.code] @ plan.codes.T).argmax())
 
 
 def _examples():

@@ -164,57 +164,75 @@ def test_per_token_stock_layers_of_every_example(machines, name, dtype):
     check_stock_tokens(compiled, vocab, fed[:n], outputs[:n], dtype)
 
 
-@pytest.mark.parametrize("name, suffix", [
-    pytest.param(n, s, marks=[] if (n, s) == ("dot", ".ptx") else [pytest.mark.full])
-    for n, s in SKELETON])      # CI: nvcc's dot; make test-full: all four
-def test_launch_through_the_merged_model(machines, base_config, name, suffix):
-    """The launch decoded greedily by one stock `Qwen3_5ForCausalLM` (the
-    compiled layers, the readout, the base's layers) with its own cache, the
-    prompt prefilled: in float32, then the same model cast to bfloat16. The
-    stream is the ideal engine's, token for token."""
+@pytest.fixture(scope="module")
+def dot_model(machines, base_config):
+    """dot's merged model in float32, built once: building 26 dense layers of
+    the 2B shape is most of a test's time, and the tests below only read it."""
     from qgc.runtime.model import load_base, load_text_config
-    from qgc.runtime.model_engine import CompiledMachine, build_model, model_stepper
-    compiled, vocab, kernel = machines(name, suffix)
+    from qgc.runtime.model_engine import CompiledMachine, build_model
+    compiled, vocab, _ = machines("dot", ".ptx")
+    base = load_base(None, load_text_config(base_config))
+    return build_model(CompiledMachine(compiled, vocab), base, torch.float32)
+
+
+def decoded_like_the_ideal_engine(model, compiled, vocab, kernel, name):
+    """The launch decoded greedily by `model` with its own cache, the prompt
+    prefilled: the buffers expected, the stream the ideal engine's."""
+    from qgc.runtime.model_engine import model_stepper
     launch = load_launch(EXAMPLES / name / "launch.json")
     ideal = run_trace(kernel, vocab, launch, tensor_stepper(compiled.program, vocab))
+    result = run_trace(kernel, vocab, launch, model_stepper(model, vocab, SMALL_VOCAB))
+    assert result.buffers == expected_buffers(name), model.dtype
+    assert [t.spelled() for t in result.tokens] == [t.spelled() for t in ideal.tokens], \
+        model.dtype
+
+
+def test_dot_through_the_merged_model(machines, dot_model):
+    """One stock `Qwen3_5ForCausalLM` (the compiled layers, the readout, the
+    base's layers) decodes nvcc's dot in float32 (bfloat16 and the other
+    skeletons under `make test-full`; bfloat16 stock layers are checked per
+    token in CI by `test_per_token_stock_layers`)."""
+    compiled, vocab, kernel = machines("dot", ".ptx")
+    assert dot_model.config.num_hidden_layers == 1 + len(compiled.layers) + 1 + 2
+    decoded_like_the_ideal_engine(dot_model, compiled, vocab, kernel, "dot")
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("name, suffix", SKELETON)
+def test_launch_through_the_merged_model(machines, base_config, name, suffix):
+    """As `test_dot_through_the_merged_model`, for each skeleton: in float32,
+    then the same model cast to bfloat16."""
+    from qgc.runtime.model import load_base, load_text_config
+    from qgc.runtime.model_engine import CompiledMachine, build_model
+    compiled, vocab, kernel = machines(name, suffix)
     base = load_base(None, load_text_config(base_config))
     model = build_model(CompiledMachine(compiled, vocab), base, torch.float32)
     assert model.config.num_hidden_layers == 1 + len(compiled.layers) + 1 + 2  # marker, readout
     for dtype in (torch.float32, torch.bfloat16):
-        model = model.to(dtype)
-        result = run_trace(kernel, vocab, launch, model_stepper(model, vocab, SMALL_VOCAB))
-        assert result.buffers == expected_buffers(name), dtype
-        assert [t.spelled() for t in result.tokens] == [t.spelled() for t in ideal.tokens], dtype
+        decoded_like_the_ideal_engine(model.to(dtype), compiled, vocab, kernel, name)
 
 
-def test_a_fault_traps_through_the_merged_model(machines, base_config, tmp_path):
+def test_a_fault_traps_through_the_merged_model(machines, dot_model):
     """a[3] of a 3-element buffer: the stock model names `TRAP` after the
     `EXEC`, and the host reports the `simt` engine's message."""
     from qgc.runtime.memory import Trap
-    from qgc.runtime.model import load_base, load_text_config
-    from qgc.runtime.model_engine import CompiledMachine, build_model, model_stepper
-    compiled, vocab, kernel = machines("dot", ".ptx")
+    from qgc.runtime.model_engine import model_stepper
+    _, vocab, kernel = machines("dot", ".ptx")
     data = json.loads((EXAMPLES / "dot" / "launch.json").read_text())
     data["args"][3]["value"] = 4
     launch = load_launch(data, "launch.json")
-    base = load_base(None, load_text_config(base_config))
-    model = build_model(CompiledMachine(compiled, vocab), base, torch.float32)
     with pytest.raises(Trap, match=r"^trap: out-of-bounds simt.ld at .*dot.ptx:43:2 .* by warp 0 "
                                    r"lane 3 .*: word address 16 is outside buffer 1"):
-        run_trace(kernel, vocab, launch, model_stepper(model, vocab, SMALL_VOCAB))
+        run_trace(kernel, vocab, launch, model_stepper(dot_model, vocab, SMALL_VOCAB))
 
 
 @pytest.fixture(scope="module")
-def dot_stream(machines, base_config):
+def dot_stream(machines, dot_model):
     """(merged model, vocabulary, dot's recorded tokens, which were named)."""
-    from qgc.runtime.model import load_base, load_text_config
-    from qgc.runtime.model_engine import CompiledMachine, build_model
     compiled, vocab, kernel = machines("dot", ".ptx")
     launch = load_launch(EXAMPLES / "dot" / "launch.json")
     ideal = run_trace(kernel, vocab, launch, tensor_stepper(compiled.program, vocab))
-    base = load_base(None, load_text_config(base_config))
-    model = build_model(CompiledMachine(compiled, vocab), base, torch.float32)
-    return model, vocab, list(ideal.tokens), ideal.predicted
+    return dot_model, vocab, list(ideal.tokens), ideal.predicted
 
 
 def last_named_changed(tokens, predicted):

@@ -562,9 +562,10 @@ def test_add32_structure(adder32):
           f"{adder32.usage.coords} coordinates, gadgets {m.kinds}")
 
 
-def test_add32_edges_and_digit_patterns(adder32, adder32_runs):
-    pairs = [(x, y) for x in EDGE for y in EDGE]
-    rng = random.Random(5)
+def digit_patterns(seed: int = 5) -> list[tuple[int, int]]:
+    """A pair of words for each of the 3⁸ ways their eight hex digits can
+    kill, propagate or generate a carry."""
+    rng, pairs = random.Random(seed), []
     for pattern in itertools.product(range(3), repeat=8):   # kill / propagate / generate
         x = y = 0
         for d, kind in enumerate(pattern):
@@ -575,10 +576,28 @@ def test_add32_edges_and_digit_patterns(adder32, adder32_runs):
                     break
             x, y = x | p << 4 * d, y | q << 4 * d
         pairs.append((x, y))
+    return pairs
+
+
+def check_add32_margins(adder32, adder32_runs, pairs):
     run_add32(adder32, adder32_runs, pairs)
     for run in adder32_runs.values():
         assert run.min_active >= 0.5 and run.max_inactive <= -0.5, run.report("add32")
         print("\n" + run.report(f"add32x4, {len(pairs)} lane-adds"))
+
+
+def test_add32_edges_and_digit_patterns(adder32, adder32_runs):
+    """Every pair of edge words and 320 of the carry patterns through the
+    stock layers in both dtypes (a prefill of 6,850 lane-adds in bfloat16 is
+    half a minute: all of them under `make test-full`)."""
+    pairs = [(x, y) for x in EDGE for y in EDGE]
+    check_add32_margins(adder32, adder32_runs,
+                        pairs + random.Random(6).sample(digit_patterns(), 320))
+
+
+@pytest.mark.full
+def test_add32_every_digit_pattern(adder32, adder32_runs):
+    check_add32_margins(adder32, adder32_runs, digit_patterns())
 
 
 @settings(max_examples=8, deadline=None)
