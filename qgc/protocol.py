@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property, lru_cache
 from typing import Any
 
 from xdsl.dialects import builtin
@@ -369,7 +369,17 @@ def record_tokens(k: int, address: int, word: int) -> list[Token]:
     """A record: `A(k, address)` then the bytes of `word` up to its top
     non-zero byte (at least one)."""
     top = max((i for i in range(BYTES) if (word >> (8 * i)) & 255), default=0)
-    out = [Token("A", k=k, a=address)]
-    for i in range(top + 1):
-        out.append(Token("D", j=i, top=int(i == top), v=(word >> (8 * i)) & 255))
-    return out
+    return [_address_token(k, address)] + [_byte_token(i, int(i == top), (word >> (8 * i)) & 255)
+                                           for i in range(top + 1)]
+
+
+# Tokens are frozen: the host loops share one of each (a frozen dataclass's
+# construction is most of a record's cost in a batch's host loops).
+@lru_cache(maxsize=65536)
+def _address_token(k: int, address: int) -> Token:
+    return Token("A", k=k, a=address)
+
+
+@cache                              # BYTES × 2 × 256 at most
+def _byte_token(j: int, top: int, v: int) -> Token:
+    return Token("D", j=j, top=top, v=v)

@@ -645,16 +645,16 @@ def _head(L, hd, n, m, q_squares, k_squares, beta_in, a_in, z, o_all, S, floats,
     `m` (the token's q, k and v channels), `z` and `o_all` are that token's
     columns, `q_squares` and `k_squares` its query's and key's Σ x²,
     `queried` and `keyed` the channels where they are not zero
-    (`_nonzeros`); `delta` and `o` (dv) are scratch. A zero key leaves the state as it is and a
-    zero query reads nothing (most heads on most tokens: a key has 0.12
-    non-zero components on average, a query 1.5)."""
+    (`_nonzeros`); `delta` and `o` (dv) are scratch. A zero key leaves the
+    state as it is and a zero query reads nothing (most heads on most
+    tokens: a key has 0.12 non-zero components on average, a query 1.5)."""
     dk, dv = L[DK], L[DV]
     q0, k0, v0 = hd * dk, n * dk + hd * dk, 2 * n * dk + hd * dv
     if L[DECAYS]:
         t = a_in + floats[L[DT_BIAS] + hd]
         soft = np.log1p(np.exp(t)) if t < 20 else t
         S *= np.exp(floats[L[DECAY] + hd] * soft)
-    if k_squares != 0:
+    if len(keyed):
         # torch's l2norm: x / √(Σ x² + 1e-6)
         k_scale = np.float32(1.0) / np.sqrt(k_squares + np.float32(1e-6))
         beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-beta_in))
@@ -671,7 +671,7 @@ def _head(L, hd, n, m, q_squares, k_squares, beta_in, a_in, z, o_all, S, floats,
             if kd != 0:
                 for j in range(dv):
                     S[d, j] += kd * delta[j]
-    if q_squares == 0:
+    if len(queried) == 0:
         return      # the output is 0 (o_all's as made)
     q_scale = np.float32(1.0) / np.sqrt(q_squares + np.float32(1e-6))
     root_dk = np.sqrt(np.float32(dk))
@@ -747,6 +747,8 @@ def _step(h, owner, layers, matrices, ups, floats, reads, state, window, work, n
                     at = L[STATE] + hd * dk * dv
                     S = state[owner[b], at:at + dk * dv].reshape(dk, dv)
                     q_at, k_at = (hd * batch + b) * (dk + 1), ((n + hd) * batch + b) * (dk + 1)
+                    if nonzeros[q_at] == 0 and nonzeros[k_at] == 0 and not L[DECAYS]:
+                        continue            # the state stays, the output is 0
                     _head(L, hd, n, mixed[:, b], q_squares[hd, b], k_squares[hd, b],
                           beta[hd, b], a[hd, b], z[:, b], o_all[:, b], S, floats, eps, delta, o,
                           nonzeros[q_at + 1:q_at + 1 + nonzeros[q_at]],

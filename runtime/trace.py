@@ -71,8 +71,8 @@ class TraceResult:
     predicted: list[bool] = field(default_factory=list)
 
 
-def specials_read(kernel: simt.KernelOp) -> set[str]:
-    return {op.which.data for op in kernel.walk() if isinstance(op, simt.SpecialOp)}
+def specials_read(kernel: simt.KernelOp) -> frozenset[str]:
+    return frozenset(op.which.data for op in kernel.walk() if isinstance(op, simt.SpecialOp))
 
 
 def _bytes(values: list[int]) -> int:
@@ -206,12 +206,14 @@ Request = list[P.Token]
 
 
 def host_loop(kernel: simt.KernelOp, vocab: P.Vocabulary, launch: Launch,
-              max_steps: int = DEFAULT_MAX_STEPS) -> Generator[Request, P.Token | None, TraceResult]:
+              max_steps: int = DEFAULT_MAX_STEPS, used: frozenset[str] | None = None
+              ) -> Generator[Request, P.Token | None, TraceResult]:
     """The host's side of one launch as a generator: it yields a `Request`,
     is sent the token the machine names, and returns the `TraceResult`. The
-    drivers are `run_trace` (one machine) and `run_traces` (a batch)."""
+    drivers are `run_trace` (one machine) and `run_traces` (a batch, which
+    gives each the kernel's `specials_read` once: `used`)."""
     check_steps(launch, max_steps, STEP, simt.LANES)
-    used = specials_read(kernel)
+    used = specials_read(kernel) if used is None else used
     check_geometry(used, launch)
     layout = memory_layout(kernel, launch)
     residency = Residency(iter_warps(launch, 0, 0), vocab.warps)
@@ -355,7 +357,8 @@ def run_traces(kernel: simt.KernelOp, vocab: P.Vocabulary, launches: Sequence[La
     `prefill_rows(rows, ids)` (every row's at once), and sits idle once its
     launch is done. Returns each launch's
     result, or the error it stopped with."""
-    hosts = [host_loop(kernel, vocab, launch, max_steps) for launch in launches]
+    used = specials_read(kernel)
+    hosts = [host_loop(kernel, vocab, launch, max_steps, used) for launch in launches]
     results: list[TraceResult | Exception | None] = [None] * len(hosts)
     queues: list[deque[P.Token]] = [deque() for _ in hosts]   # what each row feeds next
 
