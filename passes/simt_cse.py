@@ -43,8 +43,8 @@ def _key(op: Operation) -> Hashable | None:
     """What `op` computes, or None when it is not a pure op."""
     if isinstance(op, simt.AluOp):
         srcs = tuple(op.srcs.data)
-        if ALU_OPCODES[op.opcode.data].commutative:
-            srcs = tuple(sorted(srcs, key=str))
+        if ALU_OPCODES[op.opcode.data].commutative:   # the first two: fma's addend stays
+            srcs = tuple(sorted(srcs[:2], key=str)) + srcs[2:]
         return ("alu", op.opcode.data, srcs, op.guard)
     if isinstance(op, simt.SetpOp):
         return ("setp", op.cond.data, tuple(op.srcs.data), op.guard)
