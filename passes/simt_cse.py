@@ -3,10 +3,11 @@
 Within each basic block, a pure op (`simt.alu`, `simt.setp`, `simt.special`)
 that computes what an earlier op of the block computed — the same opcode,
 the same sources (the first two in either order for a commutative opcode:
-fma's addend keeps its place), under the same guard — becomes a copy of the earlier result, and the sources of later
-lane-local ops read through copies (`mov d, s` under the guard they run
-under: a guarded copy holds `s` only where its guard does). Pure ops whose
-result nothing effective reads are then swept, kernel-wide
+fma's addend keeps its place), under the same guard — becomes a copy of the
+earlier result, and the sources of later lane-local ops read through
+copies (`mov d, s` under the guard they run under: a guarded copy holds `s`
+only where its guard does). Pure ops whose result nothing effective reads
+are then swept, kernel-wide
 (`qgc.analysis.dataflow.sweep_dead_ops`, as instruction selection does).
 
 Instruction selection splits 64-bit arithmetic into 32-bit words with copies

@@ -61,7 +61,7 @@ class Packed:
         self.read_size = 0
         self.state_size = self.window_size = 0
         self.work_size = 0                        # floats of one launch's layer vectors
-        self.nonzero_size = 0                     # ints of one launch's `_nonzeros` lists
+        self.nonzero_size = 0                     # ints of one launch's `_head_channels` lists
         self.layers = np.array([self._layer(layer) for layer in plan.layers],
                                dtype=np.int64).reshape(-1, FIELDS)
         self.outs_a = _joined(self.outs, np.int64)
@@ -594,42 +594,33 @@ def _conv(mixed, conv, taps, window, w0, owner):
 
 
 @_jit
-def _head_squares(mixed, n, dk, q_squares, k_squares):
-    """Σ q² and Σ k² of each head and column of `mixed` (the q, k and v
-    channels × tokens): row by row, where the columns are contiguous and
-    make vector lanes (a head's q in one column is strided); one column's
-    vectors are contiguous, and summed as vectors."""
-    batch = mixed.shape[1]
-    if batch == 1:
-        m = mixed.reshape(mixed.shape[0])
-        for hd in range(n):
-            q_squares[hd, 0] = _sum_of_squares(m[hd * dk:(hd + 1) * dk])
-            k_squares[hd, 0] = _sum_of_squares(m[(n + hd) * dk:(n + hd + 1) * dk])
-        return
-    for hd in range(n):
-        for d in range(dk):
-            for b in range(batch):
-                q, k = mixed[hd * dk + d, b], mixed[(n + hd) * dk + d, b]
-                q_squares[hd, b] += q * q
-                k_squares[hd, b] += k * k
-
-
-@_jit
-def _nonzeros(mixed, n, dk, rows, lists):
-    """Where each head's query and key are not zero, for each column of
-    `mixed`: `lists` holds, for query head hd and column b, at
-    (hd · batch + b) · (dk + 1), the count, then the channels (keys after
-    the n query heads). `_head` walks these, not all dk channels: a compiled
-    key has 0.12 non-zero components on average and a query 1.5, and a
-    batch's column of a head is strided (one cache line a channel). Only
-    `rows` (the q and k rows the qkv projection writes) can be non-zero."""
+def _head_channels(mixed, n, dk, rows, squares, lists):
+    """Σ x² and the non-zero channels of each head's query and key (query
+    heads, then key heads: 2n), for each column of `mixed`, from `rows`
+    alone (the q and k rows the qkv projection writes: no other can be
+    non-zero). `squares` (2n × columns, zeroed) takes the sums; `lists`
+    holds, for head hd and column b, at (hd · batch + b) · (dk + 1), the
+    count, then the channels. `_head` walks these, not all dk channels: a
+    compiled key has 0.12 non-zero components on average and a query 1.5,
+    and a batch's column of a head is strided (one cache line a channel).
+    Row by row, a row that is zero in every column is skipped and the
+    columns are vector lanes; each column's sums add its channels in order,
+    the zeros left out adding nothing. One column's heads are contiguous,
+    and summed as vectors (reassociated) instead."""
     batch = mixed.shape[1]
     lists[:2 * n * batch * (dk + 1):dk + 1] = 0
+    if batch == 1:
+        m = mixed.reshape(mixed.shape[0])
+        for hd in range(2 * n):
+            squares[hd, 0] = _sum_of_squares(m[hd * dk:(hd + 1) * dk])
     for r in rows:
         hd, d = r // dk, r % dk
         row = mixed[r]
-        if _sum_of_magnitudes(row) == 0:    # vector lanes, where most rows are zero
+        if _sum_of_magnitudes(row) == 0:    # (Σ x² could underflow to 0)
             continue
+        if batch > 1:
+            for b in range(batch):
+                squares[hd, b] += row[b] * row[b]
         for b in range(batch):
             if row[b] != 0:
                 at = (hd * batch + b) * (dk + 1)
@@ -645,7 +636,7 @@ def _head(L, hd, n, m, q_squares, k_squares, beta_in, a_in, z, o_all, S, floats,
     `m` (the token's q, k and v channels), `z` and `o_all` are that token's
     columns, `q_squares` and `k_squares` its query's and key's Σ x²,
     `queried` and `keyed` the channels where they are not zero
-    (`_nonzeros`); `delta` and `o` (dv) are scratch. A zero key leaves the
+    (`_head_channels`); `delta` and `o` (dv) are scratch. A zero key leaves the
     state as it is and a zero query reads nothing (most heads on most
     tokens: a key has 0.12 non-zero components on average, a query 1.5)."""
     dk, dv = L[DK], L[DV]
@@ -734,11 +725,9 @@ def _step(h, owner, layers, matrices, ups, floats, reads, state, window, work, n
             a, rest = _scratch(rest, n, batch)
             _matvec(L[A], x, a, False, PLAIN, plain, *matrices)
             o_all, rest = _scratch(rest, n * dv, batch)
-            q_squares, rest = _scratch(rest, n, batch)
-            k_squares, rest = _scratch(rest, n, batch)
-            _head_squares(mixed, n, dk, q_squares, k_squares)
-            _nonzeros(mixed, n, dk, reads[L[QK_ROWS] + 1:L[QK_ROWS] + 1 + reads[L[QK_ROWS]]],
-                      nonzeros)
+            squares, rest = _scratch(rest, 2 * n, batch)
+            _head_channels(mixed, n, dk, reads[L[QK_ROWS] + 1:L[QK_ROWS] + 1 + reads[L[QK_ROWS]]],
+                           squares, nonzeros)
             delta, o = work[-2 * dv:-dv], work[-dv:]
             for b in range(batch):
                 if owner[b] < 0:
@@ -749,7 +738,7 @@ def _step(h, owner, layers, matrices, ups, floats, reads, state, window, work, n
                     q_at, k_at = (hd * batch + b) * (dk + 1), ((n + hd) * batch + b) * (dk + 1)
                     if nonzeros[q_at] == 0 and nonzeros[k_at] == 0 and not L[DECAYS]:
                         continue            # the state stays, the output is 0
-                    _head(L, hd, n, mixed[:, b], q_squares[hd, b], k_squares[hd, b],
+                    _head(L, hd, n, mixed[:, b], squares[hd, b], squares[n + hd, b],
                           beta[hd, b], a[hd, b], z[:, b], o_all[:, b], S, floats, eps, delta, o,
                           nonzeros[q_at + 1:q_at + 1 + nonzeros[q_at]],
                           nonzeros[k_at + 1:k_at + 1 + nonzeros[k_at]])

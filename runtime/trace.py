@@ -355,8 +355,8 @@ def run_traces(kernel: simt.KernelOp, vocab: P.Vocabulary, launches: Sequence[La
     loop runs as in `run_trace`; a row feeds its host tokens one a step, or
     all but the last before the step where the stepper has
     `prefill_rows(rows, ids)` (every row's at once), and sits idle once its
-    launch is done. Returns each launch's
-    result, or the error it stopped with."""
+    launch is done. Returns each launch's result, or the error it stopped
+    with."""
     used = specials_read(kernel)
     hosts = [host_loop(kernel, vocab, launch, max_steps, used) for launch in launches]
     results: list[TraceResult | Exception | None] = [None] * len(hosts)
