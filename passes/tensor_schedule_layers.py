@@ -76,12 +76,18 @@ class _Resources:
     neurons: dict[int, int] = field(default_factory=dict)   # mlp half -> next free neuron
     reserved: dict[int, int] = field(default_factory=dict)  # mlp half -> kept for copies
     heads: dict[int, int] = field(default_factory=dict)     # attn half -> next free head
+    #: threshold → `_needs` (asked for every candidate in every half)
+    needs: dict[Operation, tuple[int, int]] = field(default_factory=dict)
 
     def _needs(self, op: Operation) -> tuple[int, int]:
         """A threshold's gadget neurons, and one per output bit kept in reserve
         for its copy neurons (while it fits with them)."""
-        need = op.gadget_neuron_count()  # type: ignore[attr-defined]
-        return need, min(T.width_of(op.results[0]), self.intermediate - 1 - need)
+        needs = self.needs.get(op)
+        if needs is None:
+            need = op.gadget_neuron_count()  # type: ignore[attr-defined]
+            needs = self.needs[op] = (need, min(T.width_of(op.results[0]),
+                                                self.intermediate - 1 - need))
+        return needs
 
     def fits(self, op: Operation, half: int) -> bool:
         """Whether threshold `op` fits MLP half `half` with its reserve, the
@@ -129,11 +135,19 @@ class _Overflow(ScheduleError):
         self.need = need
 
 
-def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -> None:
+class _TooLong(ScheduleError):
+    """A placement reached the layer count it had to stay under."""
+
+
+def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
+             fewer_than: int = 0) -> None:
     """Place every op, then allocate coordinates, trying the margins of
     `_BUDGETS` in turn: the first schedule that fits within
     `LAYER_GOAL` layers stays, else the fitting one with the fewest layers;
-    when none fits, the error of the one that came closest."""
+    when none fits, the error of the one that came closest. Only schedules of
+    fewer than `fewer_than` layers are wanted (0: any), and, once one fits,
+    fewer than its: a placement stops as soon as it cannot be, which leaves
+    the choice as it was and saves the long tail of placements that stall."""
     fits: list[tuple[int, int]] = []            # (layers, index of the budget)
     closest: _Overflow | None = None
     held = None                                 # the budget of the schedule in place
@@ -145,8 +159,13 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
                   unit="try") as tries:
         for n, budget in enumerate(_BUDGETS):
             tries.update()
+            bound = min([layers for layers, _ in fits] + ([fewer_than] if fewer_than else []),
+                        default=None)
             try:
-                _schedule(program, hidden, intermediate, heads, budget, exposed, flow)
+                _schedule(program, hidden, intermediate, heads, budget, exposed, flow, bound)
+            except _TooLong:                  # an earlier one is at least as good
+                held = None
+                continue
             except _Overflow as err:
                 closest = err if closest is None or err.need < closest.need else closest
                 held = None
@@ -157,7 +176,9 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int) -
             held = n
     if not fits:
         strip_schedule(program)
-        assert closest is not None
+        if closest is None:
+            raise fail(program, f"has no schedule of fewer than {fewer_than} layers "
+                                "(option fewer-than)")
         raise closest
     _, n = min(fits)
     if n != held:
@@ -180,13 +201,16 @@ def _check_fits(program: T.ProgramOp, flow: Dataflow, intermediate: int, heads: 
 
 
 def _schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
-              budget: _Budget, exposed: set, flow: Dataflow) -> None:
+              budget: _Budget, exposed: set, flow: Dataflow,
+              fewer_than: int | None = None) -> None:
     """One schedule with `budget`; `exposed`: `T.exposed_bits` of the program,
-    `flow` its `Dataflow` (the same for every budget)."""
+    `flow` its `Dataflow` (the same for every budget); `_TooLong` once it
+    cannot take fewer than `fewer_than` layers."""
     strip_schedule(program)
     res = _Resources(intermediate)
     placer = _Placement(flow, res, heads, hidden - budget.margin, budget.strict,
-                        budget.in_order, hidden - _BURST_SLACK if budget.burst else None)
+                        budget.in_order, hidden - _BURST_SLACK if budget.burst else None,
+                        fewer_than)
     last_half = placer.run()
     sinking = _Sinking(flow, res, heads, last_half)
     sinking.run()
@@ -321,8 +345,11 @@ class _Placement:
     anyway (the allocator then names the overflow)."""
 
     def __init__(self, flow: Dataflow, res: _Resources, heads: int, budget: int,
-                 strict: bool = False, in_order: bool = False, burst: int | None = None) -> None:
+                 strict: bool = False, in_order: bool = False, burst: int | None = None,
+                 fewer_than: int | None = None) -> None:
         self.units, self.res = flow.units, res
+        #: the layer count the placement must stay under (None: any)
+        self.fewer_than = fewer_than
         self.in_order = in_order
         #: the live bits a burst stays within (None: no bursts)
         self.burst = burst
@@ -338,6 +365,8 @@ class _Placement:
         self.view = flow.view
         #: unit → its delta while no unit is placed (placing one changes `left`)
         self._deltas: dict[int, dict[int | None, int]] = {}
+        #: (live bits, group) of every group, fullest first (None: live changed)
+        self._ranked: list[tuple[int, int]] | None = None
 
     def run(self) -> int:
         n = len(self.units)
@@ -349,6 +378,9 @@ class _Placement:
         left = list(self.bit_readers)     # bit number → its readers not yet placed
         placed, h, stall, last = 0, 0, 0, 0
         while placed < n:
+            if self.fewer_than is not None and h // 2 + 1 >= self.fewer_than:
+                raise _TooLong(f"error: tensor-schedule-layers: no placement of fewer than "
+                               f"{self.fewer_than} layers")   # units left: half h at least
             is_mlp = h % 2 == 1
             cands = sorted((i for i in ready if ready_at[i] <= h
                             and (self.units[i].memory is None) == is_mlp),
@@ -401,6 +433,7 @@ class _Placement:
         for k in self.in_bits[i]:
             left[k] -= 1
         self._deltas.clear()
+        self._ranked = None
 
     def _burst(self, cands: list[int], h: int, live: dict, left: list[int],
                limit: int) -> list[int]:
@@ -440,9 +473,12 @@ class _Placement:
         """Whether the live bits with `delta` stay within `limit` (the budget)
         in every view."""
         shared = live.get(None, 0) + delta.get(None, 0)
-        groups = set(live) | set(delta)
-        groups.discard(None)
-        worst = max((live.get(g, 0) + delta.get(g, 0) for g in groups), default=0)
+        if self._ranked is None:      # groups by live bits, fullest first, until a take
+            self._ranked = sorted(((n, g) for g, n in live.items() if g is not None),
+                                  reverse=True)
+        totals = [live.get(g, 0) + d for g, d in delta.items() if g is not None]
+        totals += next(([n] for n, g in self._ranked if g not in delta), [])
+        worst = max(totals, default=0)
         return shared + worst <= (self.budget if limit is None else limit)
 
     def _place(self, i: int, h: int) -> None:
@@ -480,6 +516,10 @@ class _Sinking:
         self.half = [T.half_index(u.memory if u.memory is not None else u.ops[0])
                      for u in self.units]
         self.readers, self.to_end, self.reads = flow.readers, flow.to_end, flow.reads
+        #: bit → its two latest readers as (half, unit), latest first: the
+        #: latest read but one unit's, without a scan of every reader
+        self.latest = {b: sorted(((self.half[u], u) for u in us), reverse=True)[:2]
+                       for b, us in self.readers.items()}
 
     def run(self) -> None:
         for i in sorted(range(len(self.units)), key=lambda i: -self.half[i]):
@@ -514,8 +554,7 @@ class _Sinking:
         for b in self.reads[i]:
             if b in self.to_end:
                 continue
-            others = [self.half[u] for u in self.readers.get(b, ()) if u != i]
-            if max(others, default=-2) >= new:
+            if self._read_after(b, i) >= new:
                 continue
             g = group_of(b[0])
             kept[g] = kept.get(g, 0) + 1
@@ -528,6 +567,10 @@ class _Sinking:
         worst = [shared_freed + freed.get(g, 0) - shared_kept - kept.get(g, 0) for g in groups]
         worst.append(shared_freed - shared_kept)
         return min(worst) >= 0 and max(worst) > 0
+
+    def _read_after(self, b, i: int) -> int:
+        """The latest half a unit other than i reads bit b in (−2: none)."""
+        return next((h for h, u in self.latest[b] if u != i), -2)
 
     def _move(self, i: int, new: int) -> None:
         unit, old = self.units[i], self.half[i]
@@ -542,6 +585,9 @@ class _Sinking:
             for op in unit.ops:
                 op.place(new // 2, "attn")
         self.half[i] = new
+        for b in self.reads[i]:     # a unit only moves later: the two latest stay two
+            self.latest[b] = sorted([*(e for e in self.latest[b] if e[1] != i), (new, i)],
+                                    reverse=True)[:2]
 
     def renumber_heads(self) -> None:
         """Heads 0, 1, ... in each attention half, in program order."""
@@ -618,6 +664,11 @@ class TensorScheduleLayersPass(ModulePass):
     heads: int = T.DEFAULT_HEADS
     """Linear-attention heads per layer (the config's linear_num_value_heads)."""
 
+    fewer_than: int = 0
+    """Only schedules of fewer layers than this (0: any): a caller that holds
+    one of this many already (the driver's `fit_layers`) is spared the
+    placements that cannot beat it."""
+
     @staticmethod
     def options_of(config: Any) -> dict[str, Any]:
         """The pass's options for a base text config."""
@@ -628,5 +679,8 @@ class TensorScheduleLayersPass(ModulePass):
         if self.hidden < 2 or self.intermediate < 2 or self.heads < 0:
             raise DiagnosticException("error: tensor-schedule-layers: hidden and intermediate "
                                       "must be at least 2, heads non-negative")
+        if self.fewer_than < 0:
+            raise DiagnosticException("error: tensor-schedule-layers: fewer-than must be "
+                                      "non-negative (0: any layer count)")
         for program in T.programs_of(op):
-            schedule(program, self.hidden, self.intermediate, self.heads)
+            schedule(program, self.hidden, self.intermediate, self.heads, self.fewer_than)

@@ -180,7 +180,9 @@ def fit_layers(module: builtin.ModuleOp, passes: Passes, run, run_rest) -> None:
     product each, so a block's multipliers no longer run side by side; then
     also half the ops, so fewer values live at once), at the price of more
     steps, until one is within the goal; the schedule with the fewest layers
-    stays, and `run_rest` runs what follows it."""
+    stays (a retry stops any placement that cannot have fewer:
+    `tensor-schedule-layers{fewer-than}`), and `run_rest` runs what follows
+    it."""
     form = next((p for p in passes if p.name == "simt-form-blocks"), None)
     if form is None or form.max_products or not has_pass(passes, "tensor-schedule-layers"):
         run(module, passes)
@@ -201,8 +203,11 @@ def fit_layers(module: builtin.ModuleOp, passes: Passes, run, run_rest) -> None:
         if not failure and layers <= LAYER_GOAL:
             break
         retry = original.clone()
+        shape = with_options(head, "simt-form-blocks", **options)
+        if not failure:     # only a schedule with fewer layers is worth finishing
+            shape = with_options(shape, "tensor-schedule-layers", fewer_than=layers)
         try:
-            run(retry, with_options(head, "simt-form-blocks", **options))
+            run(retry, shape)
         except QgcError:
             continue
         if failure or _layers(retry) < layers:

@@ -27,8 +27,6 @@ from qgc.runtime.checkpoint import (
 )
 from qgc.runtime.launch import Launch, LaunchError, load_launch
 from qgc.runtime.layers_file import CompiledLayers, check_base, layers_of
-from qgc.runtime.model import load_base
-from qgc.runtime.model_engine import CompiledMachine, build_model, layers_model
 
 
 def unscheduled(mem_words: int | None = None):
@@ -45,6 +43,7 @@ def compile_machine(path: str, config, launch=None, mem_words: int | None = None
         driver.apply_for_launch(ctx, module, stage("tensor", schedule=config), launch)
     else:
         driver.apply(ctx, module, stage("tensor", mem_words=mem_words or None, schedule=config))
+    from qgc.runtime.model_engine import CompiledMachine
     compiled, _, vocab, kernel = compiled_machine(module, config)
     return CompiledMachine(compiled, vocab), kernel
 
@@ -60,6 +59,8 @@ def host_kernel(path: str, mem_words: int, kernel_name: str | None = None):
 
 
 def merged_model(machine, base_path: str | None, config, dtype):
+    from qgc.runtime.model import load_base
+    from qgc.runtime.model_engine import build_model
     base = load_base(base_path, config, dtype=dtype)
     base_vocab = base.config.vocab_size
     return build_model(machine, base, dtype), base_vocab
@@ -101,6 +102,8 @@ def build(layers: CompiledLayers, source: str, base_path: str | None, base_confi
           dtype):
     """(merged model, qgc.json info) of compiled layers, however they were
     made (`compile_layers` or `read_layers`): one merge, one model."""
+    from qgc.runtime.model import load_base
+    from qgc.runtime.model_engine import layers_model
     check_base(source, layers, config)
     base = load_base(base_path, config, dtype=dtype)
     base_vocab = base.config.vocab_size
@@ -225,6 +228,8 @@ def drift_figures(machine, base_path: str | None, config, ids, dtype,
     merged model gives GPU tokens, top-1 agreement over the whole
     vocabulary, and the largest relative change of the residual at the exit
     of the compiled layers."""
+    from qgc.runtime.model import load_base
+    from qgc.runtime.model_engine import build_model
     base = load_base(base_path, config, dtype=dtype)
     with torch.no_grad():
         reference = base(ids).logits.double().log_softmax(-1)

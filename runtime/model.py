@@ -7,7 +7,8 @@ whose first layers are the compiled ones and whose remaining layers, norm and
 embedding rows are the base model's own tensors, unchanged in value; GPU tokens
 are extra embedding rows (tied embeddings grow with them).
 
-torch and transformers are imported here and only here (lazily by callers).
+torch and transformers are imported here and only here (lazily by callers); the
+modelling code only where a model is built.
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from huggingface_hub.errors import StrictDataclassError
-from transformers.models.qwen3_5 import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+from transformers.models.qwen3_5.configuration_qwen3_5 import Qwen3_5TextConfig
 
 from qgc.base_config import config_error, read_config_dict, resolve_config_path
 from qgc.diagnostics import QgcError
 from qgc.progress import progress
+
+if TYPE_CHECKING:
+    from transformers.models.qwen3_5 import Qwen3_5ForCausalLM
 
 
 def load_text_config(name_or_path: str | Path | None = None) -> Qwen3_5TextConfig:
@@ -48,8 +53,16 @@ def stand_in(config: Qwen3_5TextConfig, seed: int = 0,
           f"weights (seed {seed})", file=sys.stderr)
     torch.manual_seed(seed)
     with torch.device("cpu"):
-        model = Qwen3_5ForCausalLM(config).to(dtype)
+        model = _causal_lm()(config).to(dtype)
     return model.eval()
+
+
+def _causal_lm() -> type[Qwen3_5ForCausalLM]:
+    """The model class, imported on first use: the modelling code takes seconds
+    to import, and the paths that only read a config (the compact engine) never
+    build a model."""
+    from transformers.models.qwen3_5 import Qwen3_5ForCausalLM
+    return Qwen3_5ForCausalLM
 
 
 def machine_memory_bytes() -> int:
@@ -61,7 +74,7 @@ def check_fits_in_memory(config: Qwen3_5TextConfig, what: str) -> None:
     weights (how a stand-in is built) exceed this machine's memory: its
     parameters are counted on the meta device."""
     with torch.device("meta"):
-        parameters = sum(p.numel() for p in Qwen3_5ForCausalLM(config).parameters())
+        parameters = sum(p.numel() for p in _causal_lm()(config).parameters())
     need, have = 4 * parameters, machine_memory_bytes()
     if need > have:
         raise QgcError(f"error: {what} with hidden {config.hidden_size}, "
@@ -116,7 +129,7 @@ def merge(base: Qwen3_5ForCausalLM, layer_states: list[dict[str, torch.Tensor]],
     config = merged_config(base.config, len(layer_states), gpu_rows.shape[0],
                            tied=head_rows is None)
     with torch.device("meta"):
-        merged = Qwen3_5ForCausalLM(config)
+        merged = _causal_lm()(config)
     dtype = base.model.embed_tokens.weight.dtype
     compiled = _materialise_layers(merged, layer_states, dtype)
     merged.model.layers = torch.nn.ModuleList([*compiled, *base.model.layers])

@@ -146,6 +146,22 @@ def test_schedule_keeps_the_budget_with_the_fewest_layers(monkeypatch):
         assert layers_with(order) == min(alone.values())
 
 
+def test_a_layer_bound_keeps_the_schedule_or_refuses(monkeypatch):
+    """`fewer_than`: a bound above the schedule's layer count leaves the
+    schedule as it was, every budget included (each later budget is bounded
+    by the best before it too); one at its count has no schedule, said so."""
+    import qgc.passes.tensor_schedule_layers as S
+    monkeypatch.setattr(S, "LAYER_GOAL", 0)        # every budget runs
+    free = add_chain()
+    schedule(free, HIDDEN, INTERMEDIATE, HEADS)
+    layers = free.limit("layers")
+    bounded = add_chain()
+    schedule(bounded, HIDDEN, INTERMEDIATE, HEADS, fewer_than=layers + 1)
+    assert text_of(bounded) == text_of(free)
+    with pytest.raises(DiagnosticException, match=f"no schedule of fewer than {layers} layers"):
+        schedule(add_chain(), HIDDEN, INTERMEDIATE, HEADS, fewer_than=layers)
+
+
 def test_chain_roundtrip_and_reschedule(ctx, chain):
     from xdsl.parser import Parser
     text = text_of(chain)

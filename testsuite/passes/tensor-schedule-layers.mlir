@@ -7,6 +7,8 @@
 // RUN: not qgc-opt %s -p 'tensor-schedule-layers{hidden=10 intermediate=8 heads=1}' 2>&1 | filecheck %s --check-prefix=HIDDEN
 // RUN: not qgc-opt %s -p 'tensor-schedule-layers{hidden=64 intermediate=2 heads=1}' 2>&1 | filecheck %s --check-prefix=NEURONS
 // RUN: not qgc-opt %s -p 'tensor-schedule-layers{hidden=64 intermediate=8 heads=0}' 2>&1 | filecheck %s --check-prefix=HEADS
+// RUN: qgc-opt %s -p 'tensor-schedule-layers{hidden=64 intermediate=8 heads=1 fewer-than=3}' | filecheck %s
+// RUN: not qgc-opt %s -p 'tensor-schedule-layers{hidden=64 intermediate=8 heads=1 fewer-than=2}' 2>&1 | filecheck %s --check-prefix=FEWER
 
 builtin.module {
   tensor.program @p {
@@ -48,4 +50,5 @@ builtin.module {
 
 // HIDDEN:  error: tensor program 'p' needs 11 residual coordinates (8 for the flag and bits, of which at most 6 bits live at once, 3 pads), the layers have hidden 10 (option hidden)
 // NEURONS: error: tensor program 'p' has a tensor.threshold of 2 neurons; an MLP half has 2 including the constant neuron (option intermediate)
+// FEWER:   error: tensor program 'p' has no schedule of fewer than 2 layers (option fewer-than)
 // HEADS:   error: tensor program 'p' needs a linear-attention head for memory @m; the layers have none (option heads)
