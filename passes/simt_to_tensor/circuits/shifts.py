@@ -42,12 +42,13 @@ class ShiftCircuits(AluCore):
         reach = min(w, 1 << ny) if ny < 31 else w       # amounts y can name below W
         rows: list[Row] = []
         terms: list[list[int]] = [[] for _ in range(w)]
+        matches = [self._match(y, s) for s in range(reach)]    # the same for every bit
         for i in range(w):
             for s in range(reach):
                 j = i - s if kind == "shl" else i + s
                 if not 0 <= j < w or (kind == "shr.s" and j == w - 1):
                     continue
-                m, n = self._match(y, s)
+                m, n = matches[s]
                 terms[i].append(len(rows))
                 rows.append((m + xs[j], n + 1))
         if kind == "shr.s":
@@ -111,10 +112,10 @@ class ShiftCircuits(AluCore):
             return los[j] if j < w else his[j - w]
 
         rows = []
+        matches = [_matches(named, s) for s in range(min(w, 1 << len(named)))]
         for i in range(w):
             parts = []
-            for s in range(min(w, 1 << len(named))):
-                m, count = _matches(named, s)
+            for s, (m, count) in enumerate(matches):
                 parts.append(step(m + src(i, s), count + 1))
             heavy = cs[nb:]                              # clamp: amount ≥ W shifts by W
             if clamp and heavy:
@@ -134,10 +135,10 @@ class ShiftCircuits(AluCore):
         rows = []
         for choice in choices:
             named = [sel[k] for k in choice.bits]
+            matches = [_matches(named, v) for v in range(len(choice.codes))]
             for j in range(8):
                 parts = []
-                for v, code in enumerate(choice.codes):
-                    m, count = _matches(named, v)
+                for (m, count), code in zip(matches, choice.codes, strict=True):
                     source = pair[8 * (code & 7) + (7 if code & 8 else j)]
                     parts.append(step(m + source, count + 1))
                 rows.append(one_hot(parts))
