@@ -140,24 +140,25 @@ def _launch_file(tmp_path, name: str, a: list[int], b: list[int], n: int | None 
     return str(path)
 
 
-def test_qgc_run_takes_a_batch_and_verifies_it(tmp_path):
+def test_qgc_run_takes_a_batch_and_verifies_it(tmp_path, capsys):
     """`--launch` repeated: one result line per launch, a failed one as null
     with its trap on stderr and exit status 1; `--verify` feeds each trace to
-    the stock merged model and says how many named tokens it checked."""
+    the stock merged model and says how many named tokens it checked. (In
+    process: the command line itself is the previous test's.)"""
+    from qgc.cli import main
     launches = [_launch_file(tmp_path, "a", [1, 2, 3], [4, 5, 6]),
                 _launch_file(tmp_path, "b", [2, 2], [5, -1]),
                 _launch_file(tmp_path, "c", [1, 2], [3, 4], n=4)]
-    command = [sys.executable, "-m", "qgc.cli", "run", str(EXAMPLES / "dot" / "dot.ptx"),
-               "--engine", "compact", "--base-config", "small", "--verify", "--stats=json"]
-    proc = subprocess.run(command + [f"--launch={p}" for p in launches],
-                          capture_output=True, text=True, cwd=REPO)
-    assert proc.returncode == 1, proc.stderr
-    lines = proc.stdout.splitlines()
+    command = ["run", str(EXAMPLES / "dot" / "dot.ptx"), "--engine", "compact",
+               "--base-config", "small", "--verify", "--stats=json"]
+    assert main(command + [f"--launch={p}" for p in launches]) == 1
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
     assert [json.loads(line)["buffers"][2] for line in lines[:2]] == [[32], [8]]
-    assert lines[2] == "null" and "c.json: trap: out-of-bounds" in proc.stderr
-    stats = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert lines[2] == "null" and "c.json: trap: out-of-bounds" in err
+    stats = json.loads(err.strip().splitlines()[-1])
     assert stats["launches"] == 3 and stats["failed"] == 1 and stats["verified"] is True
-    assert stats["verified_tokens"] > 0 and "verify: the stock model (float32)" in proc.stderr
+    assert stats["verified_tokens"] > 0 and "verify: the stock model (float32)" in err
 
 
 def test_a_batch_is_the_compact_engines(tmp_path):

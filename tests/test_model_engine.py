@@ -121,10 +121,14 @@ def check_stock_tokens(compiled, vocab, fed, outputs, dtype: str) -> None:
     assert not bad, f"{len(bad)} of {len(fed)} tokens differ, first {fed[bad[0]].spelled()}"
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("name", ["dot", pytest.param("vector_add", marks=pytest.mark.full)])
+@pytest.mark.parametrize("name, dtype", [
+    ("dot", "float32"), pytest.param("dot", "bfloat16", marks=pytest.mark.full),
+    *(pytest.param("vector_add", d, marks=pytest.mark.full) for d in DTYPES)])
 def test_per_token_stock_layers(machines, name, dtype):
-    """Every token of the launch, its step run by stock decoder layers."""
+    """Every token of the launch, its step run by stock decoder layers.
+    (bfloat16 in CI: the stock memories of test_tensor_core, the adder's
+    digit patterns and `qgc run --engine model --dtype bfloat16` in
+    test_checkpoint; here under `make test-full`.)"""
     compiled, vocab, kernel = machines(name, ".ptx")
     launch = load_launch(EXAMPLES / name / "launch.json")
     result, fed, outputs = recorded_trace(compiled, vocab, kernel, launch)
