@@ -159,8 +159,8 @@ def schedule(program: T.ProgramOp, hidden: int, intermediate: int, heads: int,
                   unit="try") as tries:
         for n, budget in enumerate(_BUDGETS):
             tries.update()
-            bound = min([layers for layers, _ in fits] + ([fewer_than] if fewer_than else []),
-                        default=None)
+            # the best fit so far (under `fewer_than` itself), else `fewer_than`
+            bound = min(fits)[0] if fits else fewer_than or None
             try:
                 _schedule(program, hidden, intermediate, heads, budget, exposed, flow, bound)
             except _TooLong:                  # an earlier one is at least as good

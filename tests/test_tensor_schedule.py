@@ -18,6 +18,8 @@ import io
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from conftest import SHARED_KERNELS, needs_shared_kernels
@@ -160,6 +162,26 @@ def test_a_layer_bound_keeps_the_schedule_or_refuses(monkeypatch):
     assert text_of(bounded) == text_of(free)
     with pytest.raises(DiagnosticException, match=f"no schedule of fewer than {layers} layers"):
         schedule(add_chain(), HIDDEN, INTERMEDIATE, HEADS, fewer_than=layers)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from([None, 0, 1, 2, 3]),
+                                st.integers(-3, 6)), min_size=1, max_size=8))
+def test_the_budget_check_is_the_scan_of_every_group(deltas):
+    """`_Placement._within` ranks the groups once per placement; it answers
+    as a scan of every group would, placement after placement."""
+    import qgc.passes.tensor_schedule_layers as S
+    placer = object.__new__(S._Placement)
+    placer.budget, placer._ranked = 6, None
+    live: dict = {None: 0}
+    for delta in deltas:
+        groups = (set(live) | set(delta)) - {None}
+        worst = max((live.get(g, 0) + delta.get(g, 0) for g in groups), default=0)
+        want = live.get(None, 0) + delta.get(None, 0) + worst <= 6
+        assert placer._within(live, delta) == want
+        for g, d in delta.items():          # placed: as `_take` counts it
+            live[g] = live.get(g, 0) + d
+        placer._ranked = None
 
 
 def test_chain_roundtrip_and_reschedule(ctx, chain):
