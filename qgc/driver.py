@@ -132,9 +132,10 @@ def failing_op(module: builtin.ModuleOp) -> Operation | None:
 
 def apply(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
           dumps: DumpOptions | None = None, timing: Timing | None = None,
-          verify_each: bool = True) -> None:
+          verify_each: bool = False) -> None:
     """Run `pipeline` (passes, or their text as `-p` takes it) on `module`,
-    verifying after every pass or (`verify_each=False`) after the last; a
+    verifying after the last pass, as `qgc` does, or (`verify_each`, as
+    `qgc-opt` and the pipeline's tests do) after every pass; a
     schedule past the layer goal is tried again with blocks of one product
     each (`fit_layers`)."""
     passes = _passes(pipeline)
@@ -146,7 +147,7 @@ def apply(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
 
 def apply_for_launch(ctx: Context, module: builtin.ModuleOp, pipeline: str | Passes,
                      launch, dumps: DumpOptions | None = None,
-                     timing: Timing | None = None, verify_each: bool = True) -> None:
+                     timing: Timing | None = None, verify_each: bool = False) -> None:
     """Apply `pipeline` (through `convert-ptx-to-simt`) with the machine
     memory `launch` needs: the machine passes run with all the memory the
     tensor level holds, then the launched kernel keeps the fewest memory banks

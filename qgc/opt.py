@@ -176,7 +176,8 @@ class QgcOptMain(xDSLOptMain):
         from qgc import driver
         if not self.args.disable_verify:
             driver.verify(module)
-        driver.apply(self.ctx, module, self.pipeline.passes, self.dumps, self.timing)
+        driver.apply(self.ctx, module, self.pipeline.passes, self.dumps, self.timing,
+                     verify_each=True)   # as mlir-opt: after every pass
 
     @staticmethod
     def _diagnostic(err: Exception) -> str:

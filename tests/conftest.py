@@ -152,8 +152,8 @@ def on_random_programs(families: list[str], examples: int, pipeline, check,
     @hypothesis.given(hypothesis.strategies.sampled_from(families).flatmap(programs))
     def one(p):
         module = parse_ptx(p.ptx, "gen.ptx")
-        try:
-            driver.apply(make_context(), module, pipeline)
+        try:      # verified after every pass: odd programs find passes' slips
+            driver.apply(make_context(), module, pipeline, verify_each=True)
         except QgcError as err:
             assert any(r in str(err) for r in refusals), str(err)
             return

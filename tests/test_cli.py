@@ -137,16 +137,17 @@ def test_unsupported_instruction_names_it(tmp_path):
 
 
 def test_codegen_names_the_limit_it_misses(tmp_path):
-    """On a base narrower than the dot step's live bits the error says which
-    limit and by how much, and no file is left behind."""
+    """On a base narrower than the step's live bits the error says which
+    limit and by how much, and no file is left behind (a small kernel: a
+    schedule that cannot fit is tried at every goal and block shape)."""
     config = json.loads(BASE_2B.read_text())
-    config.update(hidden_size=512)
+    config.update(hidden_size=256)
     (tmp_path / "narrow.json").write_text(json.dumps(config))
     out = tmp_path / "layers.safetensors"
-    proc = run_qgc(str(DOT / "dot.ptx"), "-o", str(out), "--base-config",
-                   str(tmp_path / "narrow.json"))
+    proc = run_qgc(str(EXAMPLES / "vector_add" / "vector_add.ptx"), "-o", str(out),
+                   "--base-config", str(tmp_path / "narrow.json"))
     assert proc.returncode == 2 and not out.exists()
-    assert re.search(r"needs \d+ residual coordinates .* the layers have hidden 512 "
+    assert re.search(r"needs \d+ residual coordinates .* the layers have hidden 256 "
                      r"\(option hidden\)", proc.stderr), proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["narrow.json"]
 

@@ -6,7 +6,8 @@
 - `conjunction_penalties` (memoised) hands out fresh lists;
 - `SparseLayer.check_bf16` (numpy) agrees with `is_bf16` and names the first
   inexact weight;
-- the pipeline verifies after the last pass, after each with `--verify-each`;
+- the pipeline verifies after the last pass (`qgc`, `qgc run`, the library),
+  after each with `--verify-each` (and always in `qgc-opt`);
 - `bench/compile.py` reports per-stage seconds and ratios.
 """
 
@@ -132,6 +133,22 @@ def test_verify_each_or_after_the_last_pass(monkeypatch):
     calls.clear()
     run_pipeline(None, module, pipeline, verify_each=False)
     assert len(calls) == 1
+
+
+def test_qgc_and_library_callers_verify_after_the_last_pass_and_qgc_opt_after_each(
+        monkeypatch, tmp_path):
+    from qgc import driver
+    from qgc.opt import main as qgc_opt
+    calls = []
+    monkeypatch.setattr(builtin.ModuleOp, "verify", lambda self: calls.append(1))
+    driver.apply(None, builtin.ModuleOp([]), (_Count(), _Count(), _Count()))
+    assert len(calls) == 1
+    calls.clear()
+    (tmp_path / "m.mlir").write_text("builtin.module {}\n")
+    monkeypatch.setattr(sys, "argv", ["qgc-opt", str(tmp_path / "m.mlir"),
+                                      "-p", "simt-cse,simt-cse,simt-cse"])
+    qgc_opt()
+    assert len(calls) == 1 + 3       # the input, then each pass
 
 
 def test_cli_verify_each_prints_the_same():

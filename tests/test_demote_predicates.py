@@ -65,21 +65,26 @@ def test_expanded_float_examples_with_two_predicates_equal_ref(name, suffix):
     assert _bits(got, launch) == _bits(ref.buffers, launch)
 
 
-def test_demoted_predicates_at_the_tensor_level():
-    """saxpy_f32 with two predicates: nine of its expanded program's kept as
-    words, its step program's run equal to `ref`."""
+@pytest.mark.parametrize("name, demoted", [
+    ("grid_stride64", 2),
+    pytest.param("saxpy_f32", 3, marks=pytest.mark.full),   # its f32 expansion's: 20 s
+])
+def test_demoted_predicates_at_the_tensor_level(name, demoted):
+    """Two predicates a lane: grid_stride64's 64-bit compares and carries
+    keep two as words, saxpy_f32's expanded program nine; the step
+    program's run equals `ref`."""
     from qgc.dialects import tensor
     from qgc.machine.abi import pick_kernel
     from qgc.passes.convert_simt_to_tensor import vocabulary_of
     from qgc.runtime.trace import run_trace, tensor_stepper
     lower = with_preds(2, up_to(stage("tensor"), "tensor-schedule-layers"))
-    path = EXAMPLES / "saxpy_f32" / "saxpy_f32.ptx"
-    launch = load_launch(EXAMPLES / "saxpy_f32" / "launch.json")
+    path = EXAMPLES / name / f"{name}.ptx"
+    launch = load_launch(EXAMPLES / name / "launch.json")
     ctx, module = driver.load(str(path))
     ref = run_ref(module, launch, warp_size=4)
-    driver.apply_for_launch(ctx, module, lower, launch)
+    driver.apply_for_launch(ctx, module, lower, launch, verify_each=True)
     kernel = pick_kernel(module, None)
-    assert kernel.limit("demoted") >= 3
+    assert kernel.limit("demoted") >= demoted
     (program,) = tensor.programs_of(module)
     vocab = vocabulary_of(program)
     got = run_trace(kernel, vocab, launch, tensor_stepper(program, vocab)).buffers
@@ -93,8 +98,11 @@ def test_an_op_reading_more_predicates_than_the_machine_has():
         _compiled("branchy", ".ptx", with_preds(1))
 
 
-@pytest.mark.parametrize("family, preds", [("f32", 2), ("int64", 2)])
-def test_random_programs_with_few_predicates_agree_with_the_oracle(family, preds):
+@pytest.mark.parametrize("family, preds, examples", [
+    ("f32", 2, 10), ("int64", 2, 25),
+    pytest.param("f32", 2, 40, marks=pytest.mark.full),    # an f32 program: about 0.8 s
+])
+def test_random_programs_with_few_predicates_agree_with_the_oracle(family, preds, examples):
     """The families whose programs hold several predicates at once (the
     expanded f32 ops, 64-bit compares and carries)."""
     demoted = [0]
@@ -106,7 +114,7 @@ def test_random_programs_with_few_predicates_agree_with_the_oracle(family, preds
 
     pipeline = with_preds(preds, EXPANDED if family == "f32" else SIMT)
     refusals = ("is not yet supported by the machine", "even after keeping predicates as words")
-    assert on_random_programs([family], 25, pipeline, check, refusals) > 0
+    assert on_random_programs([family], examples, pipeline, check, refusals) > 0
     assert demoted[0] > 0
 
 

@@ -194,8 +194,9 @@ def decoded_like_the_ideal_engine(model, compiled, vocab, kernel, name):
 def test_dot_through_the_merged_model(machines, dot_model):
     """One stock `Qwen3_5ForCausalLM` (the compiled layers, the readout, the
     base's layers) decodes nvcc's dot in float32 (bfloat16 and the other
-    skeletons under `make test-full`; bfloat16 stock layers are checked per
-    token in CI by `test_per_token_stock_layers`)."""
+    skeletons under `make test-full`; bfloat16 stock layers run in CI in
+    tests/test_tensor_core.py's memories and `qgc run --dtype bfloat16` on a
+    checkpoint, tests/test_checkpoint.py)."""
     compiled, vocab, kernel = machines("dot", ".ptx")
     assert dot_model.config.num_hidden_layers == 1 + len(compiled.layers) + 1 + 2
     decoded_like_the_ideal_engine(dot_model, compiled, vocab, kernel, "dot")

@@ -656,8 +656,13 @@ def test_memory_sequence_is_interesting(kv):
     assert any(out["rn"] != [0] * W_N for out in outs)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("mode", ["decode", "prefill"])
+@pytest.mark.parametrize("dtype, mode", [
+    *((dtype, mode) for dtype in DTYPES for mode in ("decode", "prefill")
+      if (dtype, mode) != ("bfloat16", "decode")),
+    # bfloat16 token by token on this CPU: 20 s (`qgc run --engine model
+    # --dtype bfloat16` on a checkpoint decodes bfloat16 in CI)
+    pytest.param("bfloat16", "decode", marks=pytest.mark.full),
+])
 def test_memories_stock(kv, dtype, mode):
     tokens = memory_tokens(200)
     expected, _ = run_tensor_tokens(kv.program, tokens)

@@ -35,8 +35,9 @@ IN_CI = {("branchy", "nvcc"), ("reduce_shared", "nvcc"), ("reverse_dynshared", "
          ("floyd_step_i", "nvcc"), ("transpose_tiled_i", "nvcc"),
          ("atomic64_cas_exch", "nvcc"), ("shared_s16", "nvcc"), ("pointer_select", "nvcc"),
          ("uniform_loads", "nvcc")}
-# (saxpy_f32's expanded floats run at the tensor level in CI in
-# test_demote_predicates, with two predicates, and in the random f32 programs)
+# (expanded floats run at the tensor level in CI in the random f32 programs
+# below and tests/test_float_convert.py's special classes; saxpy_f32's with two
+# predicates in test_demote_predicates under `make test-full`)
 COMPILERS = (("nvcc", ".ptx"), ("clang", ".clang.ptx"))
 
 
@@ -63,7 +64,7 @@ def _params():
 def test_tensor_equals_simt(path, launch, expected):
     """(Memory sized to the launch: transpose_tiled_i takes two banks.)"""
     ctx, module = driver.load(str(path))
-    driver.apply_for_launch(ctx, module, LOWER_TO_TENSOR, launch)
+    driver.apply_for_launch(ctx, module, LOWER_TO_TENSOR, launch, verify_each=True)
     (program,) = tensor.programs_of(module)
     vocab = vocabulary_of(program)
     ctx, simt_module = driver.load(str(path))

@@ -87,6 +87,7 @@ ENGINE_FLAGS = {"warp_size": ("ref",),
 
 def command(args: argparse.Namespace) -> int:
     _check_engine_flags(args)
+    _check_base(args)
     launches = [load_launch(Path(path)) for path in args.launch]
     step, default_steps = STEP_LIMITS[args.engine]
     args.max_steps = args.max_steps or default_steps
@@ -109,6 +110,14 @@ def command(args: argparse.Namespace) -> int:
         count = compare(expected, launch, result.buffers, args.expect)
         say(f"{count} buffer{'s' if count != 1 else ''} equal to {args.expect}")
     return 0
+
+
+def _check_base(args: argparse.Namespace) -> None:
+    """A base config or checkpoint that cannot be read is said at once, not
+    after torch, transformers and the compile have loaded."""
+    if args.engine in MODEL_ENGINES and not args.model:
+        from qgc.base_config import read_config_dict
+        read_config_dict(args.base or args.base_config)
 
 
 def _batch(args: argparse.Namespace, launches, step: str, warp_size: int) -> int:
