@@ -31,8 +31,10 @@ except ImportError:          # the torch form runs without it
 
 #: the fields of a layer's row of `Packed.layers` (ints)
 (HEADS, DK, DV, CONV_IDENTITY, DECAYS, QKV, Z, B, A, OUT, GATE, UP, DOWN, NORM_IN, NORM_POST,
- CONV, DECAY, DT_BIAS, HEAD_NORM, STATE, WINDOW, TAPS, NEURONS, READ_IN, READ_POST, UP_AT,
- QK_ROWS, FIELDS) = range(28)
+ CONV, DECAY, DT_BIAS, HEAD_NORM, WINDOW, TAPS, NEURONS, READ_IN, READ_POST, UP_AT,
+ QK_ROWS, HEAD_AT, FIELDS) = range(28)
+#: the fields of a head's record in `Packed.reads`, from its layer's HEAD_AT
+(H_STATE, H_KEYS, H_ROW_OF, H_VALUES, H_FIELDS) = range(5)
 #: the projections' order in a layer's row
 MATRICES = ("qkv", "z", "b", "a", "out", "gate", "up", "down")
 
@@ -55,7 +57,8 @@ class Packed:
         self.floats: list[np.ndarray] = []
         self.float_size = 0
         self.reads: list[np.ndarray] = []       # READ_*: coordinates a norm's output is read at,
-        #                                         QK_ROWS: the q and k rows qkv writes
+        #                                         QK_ROWS: the q and k rows qkv writes,
+        #                                         HEAD_AT: each head's record (`_heads`)
         self.up_rows: list[np.ndarray] = []     # UP_AT: each neuron's row of its up matrix (−1: none)
         self.up_coefs: list[np.ndarray] = []    # and its coefficient of the split column
         self.read_size = 0
@@ -152,6 +155,36 @@ class Packed:
         self.float_size += t.numel()
         return at
 
+    def _heads(self, n: int, dk: int, dv: int, written: np.ndarray) -> int:
+        """Each head's record (H_*), appended to `reads`; where they start.
+        A head's state keeps only the rows of the key channels qkv writes and
+        the columns of the value channels it writes: no other entry of S can
+        leave 0 (a key channel never written is 0 in every token, and so is
+        a value channel, whose delta is then (0 − 0)·β), so the head reads
+        and writes nothing else (dot at 2B: 1.2 MB a launch, not 3.1).
+        H_STATE: where its state starts in a launch's row of `state`;
+        H_KEYS: its rows; H_ROW_OF: where the list of each key channel's row
+        (−1: none) starts; H_VALUES: where its columns start (the count,
+        then the value channels)."""
+        records, at = [], self.state_size
+        for hd in range(n):
+            keys = written[(written >= (n + hd) * dk) & (written < (n + hd + 1) * dk)] - (n + hd) * dk
+            values = written[(written >= 2 * n * dk + hd * dv)
+                             & (written < 2 * n * dk + (hd + 1) * dv)] - 2 * n * dk - hd * dv
+            row_of = np.full(dk, -1, np.int64)
+            row_of[np.sort(keys)] = np.arange(len(keys))
+            records.append((at, len(keys), self._raw(row_of), self._list(values)))
+            at += len(keys) * len(values)
+        self.state_size = at
+        return self._raw(np.array(records, np.int64).reshape(-1))
+
+    def _raw(self, values: np.ndarray) -> int:
+        """Append `values` to `reads` as they are; where they start."""
+        at = self.read_size
+        self.reads.append(np.asarray(values, np.int64))
+        self.read_size += len(values)
+        return at
+
     def _read(self, blocks: list[Block]) -> int:
         """Append the columns `blocks` read (`_list`); where they start."""
         return self._list(np.concatenate([b.cols.numpy() for b in blocks] + [np.zeros(0, int)]))
@@ -184,12 +217,12 @@ class Packed:
         row[READ_POST] = self._read([layer.gate, layer.up])
         written = layer.qkv.filled.numpy()
         row[QK_ROWS] = self._list(written[written < 2 * n * layer.dk])
-        row[STATE], row[WINDOW] = self.state_size, self.window_size
+        row[WINDOW] = self.window_size
+        row[HEAD_AT] = self._heads(n, layer.dk, layer.dv, written)
         hidden = len(layer.norm_in)
         self.work_size = max(self.work_size, hidden + n * (2 * layer.dk + 3 * layer.dv + 4)
                              + 2 * row[NEURONS])
         self.nonzero_size = max(self.nonzero_size, 2 * n * (layer.dk + 1))
-        self.state_size += n * layer.dk * layer.dv
         if not layer.conv_identity:         # an identity convolution keeps no window
             self.window_size += layer.conv.shape[0] * (layer.conv.shape[1] - 1)
         return row
@@ -629,17 +662,20 @@ def _head_channels(mixed, n, dk, rows, squares, lists):
 
 
 @_jit
-def _head(L, hd, n, m, q_squares, k_squares, beta_in, a_in, z, o_all, S, floats, eps, delta,
-          o, queried, keyed):
+def _head(L, hd, n, m, q_squares, k_squares, beta_in, a_in, z, o_all, S, row_of, values, floats,
+          eps, delta, o, queried, keyed):
     """One used head of one launch and token: the gated delta rule on its
-    state `S` (dk × dv) and the gated RMSNorm of its output into `o_all`.
+    state `S` (its written key channels × value channels: `row_of` maps a
+    key channel to its row, −1 where qkv never writes it; `values` are the
+    columns' value channels) and the gated RMSNorm of its output into
+    `o_all` (0 where qkv writes no value: o_all's as made).
     `m` (the token's q, k and v channels), `z` and `o_all` are that token's
     columns, `q_squares` and `k_squares` its query's and key's Σ x²,
     `queried` and `keyed` the channels where they are not zero
     (`_head_channels`); `delta` and `o` (dv) are scratch. A zero key leaves the
     state as it is and a zero query reads nothing (most heads on most
     tokens: a key has 0.12 non-zero components on average, a query 1.5)."""
-    dk, dv = L[DK], L[DV]
+    dk, dv, nv = L[DK], L[DV], len(values)
     q0, k0, v0 = hd * dk, n * dk + hd * dk, 2 * n * dk + hd * dv
     if L[DECAYS]:
         t = a_in + floats[L[DT_BIAS] + hd]
@@ -649,35 +685,42 @@ def _head(L, hd, n, m, q_squares, k_squares, beta_in, a_in, z, o_all, S, floats,
         # torch's l2norm: x / √(Σ x² + 1e-6)
         k_scale = np.float32(1.0) / np.sqrt(k_squares + np.float32(1e-6))
         beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-beta_in))
-        delta[:] = 0
+        delta[:nv] = 0
+        for d in keyed:         # (a written channel: each has its row)
+            kd = m[k0 + d] * k_scale
+            if kd != 0:
+                r = row_of[d]
+                for c in range(nv):
+                    delta[c] += S[r, c] * kd
+        for c in range(nv):
+            delta[c] = (m[v0 + values[c]] - delta[c]) * beta
         for d in keyed:
             kd = m[k0 + d] * k_scale
             if kd != 0:
-                for j in range(dv):
-                    delta[j] += S[d, j] * kd
-        for j in range(dv):
-            delta[j] = (m[v0 + j] - delta[j]) * beta
-        for d in keyed:
-            kd = m[k0 + d] * k_scale
-            if kd != 0:
-                for j in range(dv):
-                    S[d, j] += kd * delta[j]
+                r = row_of[d]
+                for c in range(nv):
+                    S[r, c] += kd * delta[c]
     if len(queried) == 0:
         return      # the output is 0 (o_all's as made)
     q_scale = np.float32(1.0) / np.sqrt(q_squares + np.float32(1e-6))
     root_dk = np.sqrt(np.float32(dk))
-    o[:] = 0
+    o[:nv] = 0
     for d in queried:
+        r = row_of[d]
+        if r < 0:
+            continue            # a row of zeros: adds nothing
         qd = m[q0 + d] * q_scale / root_dk
         if qd != 0:
-            for j in range(dv):
-                o[j] += S[d, j] * qd
-    # the gated RMSNorm: o · rms scale · weight · SiLU(z)
-    scale = np.float32(1.0) / np.sqrt(_sum_of_squares(o) / np.float32(dv) + eps)
+            for c in range(nv):
+                o[c] += S[r, c] * qd
+    # the gated RMSNorm: o · rms scale · weight · SiLU(z), over all dv channels
+    # (the unwritten ones are 0)
+    scale = np.float32(1.0) / np.sqrt(_sum_of_squares(o[:nv]) / np.float32(dv) + eps)
     weight = floats[L[HEAD_NORM]:L[HEAD_NORM] + dv]
-    for j in range(dv):
-        if o[j] != 0:                # else the product is a zero (o_all's as made)
-            o_all[hd * dv + j] = o[j] * scale * weight[j] * _silu(z[hd * dv + j])
+    for c in range(nv):
+        if o[c] != 0:                # else the product is a zero (o_all's as made)
+            j = values[c]
+            o_all[hd * dv + j] = o[c] * scale * weight[j] * _silu(z[hd * dv + j])
 
 
 @_jit
@@ -733,14 +776,17 @@ def _step(h, owner, layers, matrices, ups, floats, reads, state, window, work, n
                 if owner[b] < 0:
                     continue
                 for hd in range(n):
-                    at = L[STATE] + hd * dk * dv
-                    S = state[owner[b], at:at + dk * dv].reshape(dk, dv)
                     q_at, k_at = (hd * batch + b) * (dk + 1), ((n + hd) * batch + b) * (dk + 1)
                     if nonzeros[q_at] == 0 and nonzeros[k_at] == 0 and not L[DECAYS]:
                         continue            # the state stays, the output is 0
+                    head = reads[L[HEAD_AT] + hd * H_FIELDS:L[HEAD_AT] + (hd + 1) * H_FIELDS]
+                    at, keys, nv = head[H_STATE], head[H_KEYS], reads[head[H_VALUES]]
+                    S = state[owner[b], at:at + keys * nv].reshape(keys, nv)
                     _head(L, hd, n, mixed[:, b], squares[hd, b], squares[n + hd, b],
-                          beta[hd, b], a[hd, b], z[:, b], o_all[:, b], S, floats, eps, delta, o,
-                          nonzeros[q_at + 1:q_at + 1 + nonzeros[q_at]],
+                          beta[hd, b], a[hd, b], z[:, b], o_all[:, b], S,
+                          reads[head[H_ROW_OF]:head[H_ROW_OF] + dk],
+                          reads[head[H_VALUES] + 1:head[H_VALUES] + 1 + nv], floats, eps,
+                          delta, o, nonzeros[q_at + 1:q_at + 1 + nonzeros[q_at]],
                           nonzeros[k_at + 1:k_at + 1 + nonzeros[k_at]])
             _matvec(L[OUT], o_all, h, True, PLAIN, plain, *matrices)
         _rms_at(h, floats[L[NORM_POST]:L[NORM_POST] + hidden], eps, x, reads, L[READ_POST])

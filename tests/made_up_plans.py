@@ -11,10 +11,26 @@ import torch
 from qgc.runtime.compact import Block, CompactLayer, CompactPlan, CompactStepper
 
 
-def _block(rng, rows: int, cols: int, density: float = 0.4) -> Block:
-    """A random sparse block of every one of `rows` from `cols` columns."""
+def _block(rng, rows: int, cols: int, density: float = 0.4,
+           written: np.ndarray | None = None) -> Block:
+    """A random sparse block of every one of `rows` (or of those `written`)
+    from `cols` columns."""
     r, c = np.nonzero(rng.random((rows, cols)) < density)
-    return Block.of(((r, c), rng.normal(size=len(r)).astype(np.float32)), np.arange(rows))
+    values = rng.normal(size=len(r)).astype(np.float32)
+    keep = np.ones(len(r), bool) if written is None else np.isin(r, written)
+    return Block.of(((r[keep], c[keep]), values[keep]), np.arange(rows))
+
+
+def _qkv_written(heads: int, dk: int, dv: int) -> np.ndarray:
+    """The q, k and v channels a made-up qkv writes: as compiled ones, not
+    all (every query channel; each head's key channels but its second and
+    last, and its value channels but every fourth: their state rows and
+    columns stay 0)."""
+    keys = [d for d in range(dk) if d not in (1, dk - 1)]
+    values = [j for j in range(dv) if j % 4 != 3]
+    return np.array([*range(heads * dk),
+                     *(heads * dk + hd * dk + d for hd in range(heads) for d in keys),
+                     *(2 * heads * dk + hd * dv + j for hd in range(heads) for j in values)])
 
 
 def _scatter(rng, rows: int, cols: int) -> Block:
@@ -36,7 +52,8 @@ def _made_up_layer(rng, hidden: int, heads: int, conv: bool, decays: bool,
         taps_of = torch.from_numpy(rng.normal(size=(width, taps)).astype(np.float32))
     return CompactLayer(
         norm_in=_vector(rng, hidden), norm_post=_vector(rng, hidden), heads=list(range(heads)),
-        qkv=_block(rng, width, hidden), z=_block(rng, heads * dv, hidden),
+        qkv=_block(rng, width, hidden, written=_qkv_written(heads, dk, dv)),
+        z=_block(rng, heads * dv, hidden),
         b=_block(rng, heads, hidden), a=_block(rng, heads, hidden if decays else 0),
         conv=taps_of, conv_identity=not conv,
         decay=-torch.from_numpy(rng.random(heads).astype(np.float32) + 0.5),

@@ -323,3 +323,38 @@ def test_a_pickled_plan_leaves_its_packing_behind():
     again = packed(loaded)
     assert again is not first
     assert all(np.array_equal(a, b) for a, b in zip(first.matrices, again.matrices, strict=True))
+
+
+@pytest.mark.parametrize("convolution", [True, False], ids=["convolution", "identity"])
+def test_a_heads_state_keeps_the_rows_and_columns_qkv_writes(convolution):
+    """The numba step keeps a head's state only at the key channels the qkv
+    projection writes (rows) and the value channels it writes (columns):
+    after three launches' tokens the torch form's full states are 0
+    everywhere else, and the kept entries are the numba step's."""
+    from qgc.runtime.compact_numba import H_FIELDS, H_KEYS, H_ROW_OF, H_STATE, H_VALUES, HEAD_AT
+    plan = made_up_plan(convolution)
+    stepper = NumbaStepper(plan, batch=len(STREAMS))
+    for column in STREAMS.T:
+        stepper.step(column)
+    reads, kept = stepper.packed.reads_a, 0
+    for row, stream in enumerate(STREAMS):
+        torch_form = CompactStepper(plan)
+        for token in stream:
+            torch_form.residual(int(token))
+        for li, layer in enumerate(plan.layers):
+            for hd in range(len(layer.heads)):
+                at = stepper.packed.layers[li, HEAD_AT] + hd * H_FIELDS
+                start, keys, row_of, values = (int(v) for v in reads[at:at + H_FIELDS][
+                    [H_STATE, H_KEYS, H_ROW_OF, H_VALUES]])
+                channels = np.flatnonzero(reads[row_of:row_of + layer.dk] >= 0)
+                columns = reads[values + 1:values + 1 + reads[values]]
+                assert len(channels) == keys < layer.dk and len(columns) < layer.dv
+                full = torch_form.states[li][hd].numpy()
+                packed = stepper.state[row, start:start + keys * len(columns)]
+                unpacked = np.zeros_like(full)
+                unpacked[np.ix_(channels, columns)] = packed.reshape(keys, len(columns))
+                assert not np.delete(full, channels, axis=0).any()
+                assert not np.delete(full, columns, axis=1).any()
+                assert np.abs(unpacked - full).max() <= 1e-5 * np.abs(full).max()
+                kept += int(np.count_nonzero(packed))
+    assert kept > 0
