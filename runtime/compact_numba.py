@@ -161,7 +161,7 @@ class Packed:
         the columns of the value channels it writes: no other entry of S can
         leave 0 (a key channel never written is 0 in every token, and so is
         a value channel, whose delta is then (0 − 0)·β), so the head reads
-        and writes nothing else (dot at 2B: 1.2 MB a launch, not 3.1).
+        and writes nothing else (dot at 2B: 1.1 MB a launch, not 3.1).
         H_STATE: where its state starts in a launch's row of `state`;
         H_KEYS: its rows; H_ROW_OF: where the list of each key channel's row
         (−1: none) starts; H_VALUES: where its columns start (the count,
