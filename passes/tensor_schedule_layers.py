@@ -379,8 +379,7 @@ class _Placement:
         placed, h, stall, last = 0, 0, 0, 0
         while placed < n:
             if self.fewer_than is not None and h // 2 + 1 >= self.fewer_than:
-                raise _TooLong(f"error: tensor-schedule-layers: no placement of fewer than "
-                               f"{self.fewer_than} layers")   # units left: half h at least
+                raise _TooLong          # units left: half h at least; `schedule` says why
             is_mlp = h % 2 == 1
             cands = sorted((i for i in ready if ready_at[i] <= h
                             and (self.units[i].memory is None) == is_mlp),

@@ -166,13 +166,15 @@ class Packed:
         H_KEYS: its rows; H_ROW_OF: where the list of each key channel's row
         (−1: none) starts; H_VALUES: where its columns start (the count,
         then the value channels)."""
+        def channels(first: int, size: int) -> np.ndarray:
+            """The written ones of channels first..first + size, from first (sorted)."""
+            return written[(written >= first) & (written < first + size)] - first
+
         records, at = [], self.state_size
         for hd in range(n):
-            keys = written[(written >= (n + hd) * dk) & (written < (n + hd + 1) * dk)] - (n + hd) * dk
-            values = written[(written >= 2 * n * dk + hd * dv)
-                             & (written < 2 * n * dk + (hd + 1) * dv)] - 2 * n * dk - hd * dv
+            keys, values = channels((n + hd) * dk, dk), channels(2 * n * dk + hd * dv, dv)
             row_of = np.full(dk, -1, np.int64)
-            row_of[np.sort(keys)] = np.arange(len(keys))
+            row_of[keys] = np.arange(len(keys))
             records.append((at, len(keys), self._raw(row_of), self._list(values)))
             at += len(keys) * len(values)
         self.state_size = at
@@ -193,10 +195,7 @@ class Packed:
         """Append `values` to `reads`, sorted and each once, with their count
         first; where they start."""
         values = np.unique(values)
-        at = self.read_size
-        self.reads.append(np.concatenate([[len(values)], values]))
-        self.read_size += 1 + len(values)
-        return at
+        return self._raw(np.concatenate([[len(values)], values]))
 
     def _layer(self, layer: CompactLayer) -> list[int]:
         row = [0] * FIELDS

@@ -657,8 +657,7 @@ def test_memory_sequence_is_interesting(kv):
 
 
 @pytest.mark.parametrize("dtype, mode", [
-    *((dtype, mode) for dtype in DTYPES for mode in ("decode", "prefill")
-      if (dtype, mode) != ("bfloat16", "decode")),
+    ("float32", "decode"), ("float32", "prefill"), ("bfloat16", "prefill"),
     # bfloat16 token by token on this CPU: 20 s (`qgc run --engine model
     # --dtype bfloat16` on a checkpoint decodes bfloat16 in CI)
     pytest.param("bfloat16", "decode", marks=pytest.mark.full),
